@@ -1,0 +1,22 @@
+"""Stateful tool worlds with stub and real semantics.
+
+Everything under this package runs inside a sandbox or a container, so it imports only the standard
+library (and pyfakefs, for stub file semantics) and speaks JSON-shaped dicts at its edges.
+"""
+
+from .errors import EnvError, ServiceError, Unresolvable, UnknownDomain, UnknownTool, WorldSpecError
+from .outcome import Effects, Outcome, Resolution
+from .world import World
+
+__all__ = [
+    "Effects",
+    "EnvError",
+    "Outcome",
+    "Resolution",
+    "ServiceError",
+    "UnknownDomain",
+    "UnknownTool",
+    "Unresolvable",
+    "World",
+    "WorldSpecError",
+]

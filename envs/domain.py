@@ -1,0 +1,183 @@
+"""The domain extension point: a group of tools sharing state, with a stub and a real semantics.
+
+A domain class is registered under ``(name, semantics)`` with :func:`register_domain`; its tools are
+the methods marked with :func:`tool`. A tool method receives the :class:`Call` and the call's
+parameters as keyword arguments (a JSON name that is a Python keyword, such as ``from``, arrives as
+``from_``), returns the tool's output, and fails by raising ``OSError`` or :class:`ServiceError`.
+Other domains can be added through the ``litmus_replay.domains`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Literal, Mapping
+
+from .errors import ServiceError, UnknownDomain, WorldSpecError
+
+Semantics = Literal["stub", "real"]
+SEMANTICS: tuple[Semantics, ...] = ("stub", "real")
+ENTRY_POINT_GROUP = "litmus_replay.domains"
+
+
+@dataclass
+class WorldEnv:
+    """What every domain of one world shares: principals, sessions, the world's root and clock."""
+
+    principals: dict[str, dict[str, Any]]
+    sessions: dict[str, str]
+    ambient_session: str | None
+    root: Path | None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def session_principal(self, token: str | None) -> str | None:
+        """The principal an ambient session token belongs to, or None if it names no live session."""
+        if token is None:
+            return None
+        return self.sessions.get(token)
+
+
+@dataclass
+class Call:
+    """One tool call as a domain sees it; the domain records its resolution on it."""
+
+    tool: str
+    params: dict[str, Any]
+    principal: str
+    session: str | None = None
+    at: float = 0.0
+    acting: str | None = None
+    resolved: dict[str, Any] | None = None
+    evidence: list[str] = field(default_factory=list)
+    pending: bool = False
+    applied: bool = True
+
+    def resolve(self, principal: str | None = None, **resolved: Any) -> None:
+        """Record who acts (if not the declared principal) and how parameters resolved."""
+        if principal is not None:
+            self.acting = principal
+        if resolved:
+            if self.resolved is None:
+                self.resolved = dict(self.params)
+            self.resolved.update(resolved)
+
+    def note(self, evidence: str) -> None:
+        self.evidence.append(evidence)
+
+    def hold(self, evidence: str) -> None:
+        """The call is held at a gate: it answered, but committed nothing yet."""
+        self.pending = True
+        self.applied = False
+        self.note(evidence)
+
+    def replayed(self, evidence: str) -> None:
+        """The call repeated an earlier one (an idempotency key): it answered, but committed nothing."""
+        self.applied = False
+        self.note(evidence)
+
+
+def tool(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a domain method as a tool named after the method."""
+    method.__litmus_tool__ = True  # type: ignore[attr-defined]
+    return method
+
+
+class Domain(ABC):
+    """A group of tools sharing state, in one semantics.
+
+    Subclasses set ``name`` and ``semantics``, mark tools with :func:`tool`, and implement
+    :meth:`snapshot`, from which the world computes every call's effects.
+    """
+
+    name: ClassVar[str]
+    semantics: ClassVar[Semantics]
+    tools: ClassVar[dict[str, Callable[..., Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.tools = {
+            name: member
+            for klass in reversed(cls.__mro__)
+            for name, member in vars(klass).items()
+            if getattr(member, "__litmus_tool__", False)
+        }
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        self.spec = spec
+        self.env = env
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, str]:
+        """Resource id -> digest of its observable state, for the effects diff."""
+
+    def close(self) -> None:
+        """Release what the domain holds (temporary directories, connections)."""
+
+    def invoke(self, call: Call) -> Any:
+        """Bind the call's parameters to the tool method and run it."""
+        method = self.tools[call.tool]
+        kwargs = {_python_name(k): v for k, v in call.params.items()}
+        try:
+            inspect.signature(method).bind(self, call, **kwargs)
+        except TypeError as exc:
+            raise ServiceError(400, f"{call.tool}: {exc}") from None
+        return method(self, call, **kwargs)
+
+
+def _python_name(param: str) -> str:
+    return f"{param}_" if keyword.iskeyword(param) else param
+
+
+_REGISTRY: dict[tuple[str, Semantics], type[Domain]] = {}
+_entry_points_loaded = False
+
+
+def register_domain(cls: type[Domain]) -> type[Domain]:
+    """Class decorator: make a domain available to worlds under ``(cls.name, cls.semantics)``."""
+    if cls.semantics not in SEMANTICS:
+        raise ValueError(f"{cls.__name__}.semantics must be one of {SEMANTICS}")
+    _REGISTRY[(cls.name, cls.semantics)] = cls
+    return cls
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()  # importing the module registers its domains
+
+
+def domain_names() -> list[str]:
+    _load_entry_points()
+    return sorted({name for name, _ in _REGISTRY})
+
+
+def domain_class(name: str, semantics: Semantics) -> type[Domain]:
+    """The registered class for a domain and semantics; raises :class:`UnknownDomain` listing the valid ones."""
+    _load_entry_points()
+    try:
+        return _REGISTRY[(name, semantics)]
+    except KeyError:
+        raise UnknownDomain(name, domain_names()) from None
+
+
+def spec_section(spec: Mapping[str, Any], key: str, field_path: str, kind: type, default: Any) -> Any:
+    """Read ``spec[key]`` checking its type, raising :class:`WorldSpecError` naming the field."""
+    value = spec.get(key, default)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise WorldSpecError(f"{field_path}.{key}", f"expected {_kind_name(kind)}, got {type(value).__name__}")
+    return value
+
+
+def _kind_name(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        return " or ".join(_kind_name(k) for k in kind)
+    return {dict: "a mapping", list: "a list", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}.get(
+        kind, kind.__name__
+    )

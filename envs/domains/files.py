@@ -1,0 +1,1 @@
+"""files domain (in progress)."""

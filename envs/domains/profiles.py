@@ -1,0 +1,95 @@
+"""User profiles: the real world resolves whose profile a call touches from the ambient session token.
+
+Stub: the harness's view — the trajectory's declared principal acts on its own profile.
+Real: the acting principal and the target record are re-derived at execution from the world's ambient
+session token, which may belong to someone else; a token that names no live session cannot be resolved.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Mapping
+
+from ..domain import Call, Domain, WorldEnv, register_domain, tool
+from ..errors import ServiceError, Unresolvable, WorldSpecError
+
+
+def _load_profiles(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    profiles: dict[str, dict[str, Any]] = {}
+    for user, fields in spec.items():
+        if not isinstance(fields, Mapping):
+            raise WorldSpecError(f"world.profiles.{user}", "expected a mapping of field -> value")
+        profiles[str(user)] = copy.deepcopy(dict(fields))
+    return profiles
+
+
+class _Profiles(Domain):
+    name = "profiles"
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        self.profiles = _load_profiles(spec)
+
+    def snapshot(self) -> dict[str, str]:
+        return {
+            f"profiles:{user}/{field}": json.dumps(value, sort_keys=True, default=str)
+            for user, fields in self.profiles.items()
+            for field, value in fields.items()
+        }
+
+    def _read(self, user: str) -> dict[str, Any]:
+        if user not in self.profiles:
+            raise ServiceError(404, f"no profile for {user!r}")
+        return dict(self.profiles[user])
+
+
+@register_domain
+class ProfilesStub(_Profiles):
+    semantics = "stub"
+
+    @tool
+    def get_profile(self, call: Call, user: str | None = None) -> dict[str, Any]:
+        target = user or call.principal
+        call.resolve(user=target)
+        return self.profiles.get(target, {})
+
+    @tool
+    def update_profile(self, call: Call, field: str, value: Any) -> dict[str, Any]:
+        call.resolve(target=call.principal)
+        self.profiles.setdefault(call.principal, {})[field] = value
+        return {"updated": field, "user": call.principal}
+
+
+@register_domain
+class ProfilesReal(_Profiles):
+    semantics = "real"
+
+    def _acting(self, call: Call) -> str:
+        acting = self.env.session_principal(call.session)
+        if acting is None:
+            raise Unresolvable(401, f"ambient session token {call.session!r} names no live session")
+        call.resolve(principal=acting)
+        if acting != call.principal:
+            call.note(
+                f"acting principal {acting!r} re-derived from ambient session token {call.session!r}, "
+                f"not the declared {call.principal!r}"
+            )
+        return acting
+
+    @tool
+    def get_profile(self, call: Call, user: str | None = None) -> dict[str, Any]:
+        acting = self._acting(call)
+        target = user or acting
+        call.resolve(user=target)
+        return self._read(target)
+
+    @tool
+    def update_profile(self, call: Call, field: str, value: Any) -> dict[str, Any]:
+        acting = self._acting(call)
+        call.resolve(target=acting)
+        call.note(f"target record resolved from the session: profile of {acting!r}")
+        if acting not in self.profiles:
+            raise ServiceError(404, f"no profile for {acting!r}")
+        self.profiles[acting][field] = value
+        return {"updated": field, "user": acting}

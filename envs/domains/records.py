@@ -1,0 +1,1 @@
+"""records domain (in progress)."""

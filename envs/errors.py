@@ -1,0 +1,52 @@
+"""Errors raised inside a world.
+
+Domains fail like the real thing: file operations raise built-in ``OSError`` with an errno, services
+raise :class:`ServiceError` with an HTTP-like status. The world turns both into an error outcome, so a
+stub and a real world fail the same way where they agree.
+"""
+
+from __future__ import annotations
+
+
+class EnvError(Exception):
+    """Root of the errors this package raises about itself (not tool failures)."""
+
+
+class WorldSpecError(EnvError, ValueError):
+    """A world description is malformed; ``field`` is the dotted path of the offending field."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class UnknownTool(EnvError, LookupError):
+    """A call names a tool no domain provides."""
+
+    def __init__(self, tool: str, valid: list[str]):
+        self.tool = tool
+        self.valid = sorted(valid)
+        super().__init__(f"unknown tool {tool!r}; known tools: {', '.join(self.valid)}")
+
+
+class UnknownDomain(EnvError, LookupError):
+    """A world names a domain that is not registered."""
+
+    def __init__(self, domain: str, valid: list[str]):
+        self.domain = domain
+        self.valid = sorted(valid)
+        super().__init__(f"unknown domain {domain!r}; known domains: {', '.join(self.valid)}")
+
+
+class ServiceError(EnvError):
+    """A service refused a call with an HTTP-like status (403, 404, 409, 429, ...)."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+        super().__init__(f"{status}: {message}")
+
+
+class Unresolvable(ServiceError):
+    """The world could not resolve who acts or on what, so the call has no commit context."""

@@ -1,0 +1,123 @@
+"""What one call did: the outcome, its effects (a state diff) and its resolution context.
+
+These are plain dataclasses that convert to and from JSON-shaped dicts, because outcomes cross the
+boundary between an env server and the host as versioned JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping
+
+Status = Literal["ok", "error", "pending"]
+
+# A snapshot maps a resource id ("records:row/3", "files:/workspace/a.txt") to a digest of its state.
+Snapshot = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Effects:
+    """The state diff of one call: resource ids created, changed and deleted."""
+
+    created: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    @classmethod
+    def between(cls, before: Snapshot, after: Snapshot) -> "Effects":
+        """Diff two snapshots of the same domain."""
+        return cls(
+            created=tuple(sorted(k for k in after if k not in before)),
+            changed=tuple(sorted(k for k in after if k in before and before[k] != after[k])),
+            deleted=tuple(sorted(k for k in before if k not in after)),
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (self.created or self.changed or self.deleted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "created": list(self.created),
+            "changed": list(self.changed),
+            "deleted": list(self.deleted),
+            "counts": {
+                "created": len(self.created),
+                "changed": len(self.changed),
+                "deleted": len(self.deleted),
+                "total": len(self.created) + len(self.changed) + len(self.deleted),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Effects":
+        return cls(
+            created=tuple(data.get("created", ())),
+            changed=tuple(data.get("changed", ())),
+            deleted=tuple(data.get("deleted", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Who acted and on what, as the world resolved it, and the evidence of how."""
+
+    principal: str
+    resolved_params: dict[str, Any]
+    evidence: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "principal": self.principal,
+            "resolved_params": self.resolved_params,
+            "evidence": list(self.evidence),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Resolution":
+        return cls(
+            principal=data["principal"],
+            resolved_params=dict(data["resolved_params"]),
+            evidence=tuple(data.get("evidence", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call did in one world.
+
+    ``committed`` says whether the world applied the call: a refusal (403, 409, 429), a gate left
+    pending, an idempotent replay or a timeout commits nothing. ``resolution`` is ``None`` when the
+    world could not resolve who acts or on what.
+    """
+
+    status: Status
+    committed: bool
+    output: Any = None
+    error_code: str | None = None
+    error: str | None = None
+    effects: Effects = field(default_factory=Effects)
+    resolution: Resolution | None = None
+
+    @property
+    def refused(self) -> bool:
+        return not self.committed
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["effects"] = self.effects.to_dict()
+        data["resolution"] = self.resolution.to_dict() if self.resolution else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Outcome":
+        resolution = data.get("resolution")
+        return cls(
+            status=data["status"],
+            committed=data["committed"],
+            output=data.get("output"),
+            error_code=data.get("error_code"),
+            error=data.get("error"),
+            effects=Effects.from_dict(data.get("effects") or {}),
+            resolution=Resolution.from_dict(resolution) if resolution else None,
+        )

@@ -1,0 +1,174 @@
+"""A world: the domains of one stateful environment, in one semantics, behind a JSON call interface.
+
+``World.call`` takes and returns JSON-shaped dicts, so the same object answers in-process, behind an
+env server in a sandbox, or in a container.
+"""
+
+from __future__ import annotations
+
+import errno as errno_names
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
+from .domain import Call, Domain, Semantics, WorldEnv, domain_class, domain_names
+from .errors import ServiceError, UnknownTool, Unresolvable, WorldSpecError
+from .outcome import Effects, Outcome, Resolution
+
+COMMON_KEYS = {"principals", "session", "sessions", "facts"}
+FIRST_UID = 10001
+
+
+def parse_principals(value: Any) -> dict[str, dict[str, Any]]:
+    """Principals as a list of names or a mapping name -> {uid, gid, roles}; uids default from 10001."""
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        value = {name: {} for name in value}
+    if not isinstance(value, dict):
+        raise WorldSpecError("world.principals", "expected a list of names or a mapping")
+    principals: dict[str, dict[str, Any]] = {}
+    for index, (name, attrs) in enumerate(value.items()):
+        if not isinstance(name, str):
+            raise WorldSpecError("world.principals", f"principal name {name!r} is not a string")
+        attrs = dict(attrs or {})
+        uid = attrs.setdefault("uid", FIRST_UID + index)
+        attrs.setdefault("gid", uid)
+        attrs.setdefault("roles", [])
+        if not isinstance(uid, int) or isinstance(uid, bool):
+            raise WorldSpecError(f"world.principals.{name}.uid", "expected an integer")
+        principals[name] = attrs
+    return principals
+
+
+class World:
+    """The stateful environment a trajectory acts on, in one semantics.
+
+    ``root`` is the host directory that holds the world's filesystem (real semantics); by default a
+    fresh temporary directory that :meth:`close` removes.
+    """
+
+    def __init__(self, spec: Mapping[str, Any], semantics: Semantics, root: Path | None = None):
+        if not isinstance(spec, Mapping):
+            raise WorldSpecError("world", "expected a mapping")
+        self.spec = spec
+        self.semantics = semantics
+        known = set(domain_names())
+        for key in spec:
+            if key not in COMMON_KEYS and key not in known:
+                raise WorldSpecError(
+                    f"world.{key}", f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | known))}"
+                )
+        sessions = spec.get("sessions") or {}
+        if not isinstance(sessions, dict):
+            raise WorldSpecError("world.sessions", "expected a mapping token -> principal")
+        facts = spec.get("facts") or {}
+        if not isinstance(facts, dict):
+            raise WorldSpecError("world.facts", "expected a mapping")
+        self._owns_root = root is None and semantics == "real"
+        if self._owns_root:
+            root = Path(tempfile.mkdtemp(prefix="litmus-world-"))
+        self.env = WorldEnv(
+            principals=parse_principals(spec.get("principals")),
+            sessions={str(k): str(v) for k, v in sessions.items()},
+            ambient_session=spec.get("session"),
+            root=root,
+            facts=facts,
+        )
+        self._tool_domain = {
+            tool_name: name for name in known for tool_name in domain_class(name, semantics).tools
+        }
+        self._domains: dict[str, Domain] = {}
+        self._clock = 0.0
+        for name in known:
+            if name in spec:
+                self._domain(name)
+
+    @property
+    def tools(self) -> list[str]:
+        return sorted(self._tool_domain)
+
+    def _domain(self, name: str) -> Domain:
+        domain = self._domains.get(name)
+        if domain is None:
+            section = self.spec.get(name) or {}
+            if not isinstance(section, Mapping):
+                raise WorldSpecError(f"world.{name}", "expected a mapping")
+            domain = self._domains[name] = domain_class(name, self.semantics)(section, self.env)
+        return domain
+
+    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply one call: ``{"tool", "params", "principal", "session"?, "at"?}`` -> outcome dict."""
+        return self.apply(request).to_dict()
+
+    def apply(self, request: Mapping[str, Any]) -> Outcome:
+        tool_name = request["tool"]
+        if tool_name not in self._tool_domain:
+            raise UnknownTool(tool_name, self.tools)
+        domain = self._domain(self._tool_domain[tool_name])
+        self._clock = float(request.get("at", self._clock + 1.0))
+        session = request.get("session", self.env.ambient_session)
+        call = Call(
+            tool=tool_name,
+            params=dict(request.get("params") or {}),
+            principal=request["principal"],
+            session=session,
+            at=self._clock,
+        )
+        before = domain.snapshot()
+        output: Any = None
+        status, error_code, error, resolved = "ok", None, None, True
+        try:
+            output = domain.invoke(call)
+        except Unresolvable as exc:
+            status, error_code, error, resolved = "error", str(exc.status), exc.message, False
+        except ServiceError as exc:
+            status, error_code, error = "error", str(exc.status), exc.message
+        except OSError as exc:
+            code = errno_names.errorcode.get(exc.errno or 0, "EIO")
+            status, error_code, error = "error", code, f"[Errno {exc.errno}] {exc.strerror or code}: {exc.filename or ''}".rstrip(": ")
+        effects = Effects.between(before, domain.snapshot())
+        if status == "ok":
+            committed = call.applied
+            if call.pending:
+                status = "pending"
+        else:
+            committed = not effects.empty
+        resolution = None
+        if resolved:
+            resolution = Resolution(
+                principal=call.acting or call.principal,
+                resolved_params=call.resolved if call.resolved is not None else dict(call.params),
+                evidence=tuple(call.evidence),
+            )
+        return Outcome(
+            status=status,
+            committed=committed,
+            output=output,
+            error_code=error_code,
+            error=error,
+            effects=effects,
+            resolution=resolution,
+        )
+
+    def snapshot(self) -> dict[str, str]:
+        """The observable state of every domain in use, keyed by resource id."""
+        state: dict[str, str] = {}
+        for domain in self._domains.values():
+            state.update(domain.snapshot())
+        return state
+
+    def close(self) -> None:
+        for domain in self._domains.values():
+            domain.close()
+        self._domains.clear()
+        if self._owns_root and self.env.root is not None:
+            shutil.rmtree(self.env.root, ignore_errors=True)
+
+    def __enter__(self) -> "World":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
