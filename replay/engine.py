@@ -1,0 +1,232 @@
+"""Open-loop twin replay: the recorded calls, in recorded order, into a fresh stub world and a fresh
+real world built from the same initial state, each call judged at proposal and at commit.
+
+The stub world stands for the benchmark's harness, so its outcome is the proposal context; the real
+world's outcome is the commit context. The stub's output is also compared with the recorded result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from litmus_replay.envs import EnvError, Outcome
+from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime
+
+from .model import RecordedResult, ToolCall, Trajectory
+from .policy import Judgement, Policy
+from .scoring import PairScore, ResolutionContext, Revalidation, classify_pair, revalidate
+
+
+@dataclass
+class CallReplay:
+    """One recorded call replayed into both worlds and scored as a pair."""
+
+    key: str
+    turn: int
+    call: ToolCall
+    stub: Outcome
+    real: Outcome | None
+    proposal: ResolutionContext
+    commit: ResolutionContext | None
+    proposal_judgement: Judgement
+    commit_judgement: Judgement | None
+    pair: PairScore
+    recorded_match: bool | None
+    harness_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "turn": self.turn,
+            "id": self.call.id,
+            "tool": self.call.tool,
+            "arguments": self.call.arguments,
+            "recorded": self.call.result.model_dump() if self.call.result else None,
+            "recorded_match": self.recorded_match,
+            "stub": self.stub.to_dict(),
+            "real": self.real.to_dict() if self.real else None,
+            "proposal": self.proposal.to_dict(),
+            "commit": self.commit.to_dict() if self.commit else None,
+            "proposal_judgement": self.proposal_judgement.to_dict(),
+            "commit_judgement": self.commit_judgement.to_dict() if self.commit_judgement else None,
+            "pair": self.pair.to_dict(),
+            "harness_error": self.harness_error,
+        }
+
+
+@dataclass
+class TrajectoryReplay:
+    """A whole trajectory replayed: every call's pair and the trajectory's re-validation."""
+
+    trajectory: Trajectory
+    calls: list[CallReplay]
+    revalidation: Revalidation
+    scenario: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        verdict = self.trajectory.original_verdict
+        return {
+            "trajectory": self.trajectory.id,
+            "task": self.trajectory.task,
+            "scenario": self.scenario,
+            "principal": self.trajectory.principal,
+            "original_verdict": verdict.model_dump() if verdict else None,
+            "revalidation": self.revalidation.to_dict(),
+            "calls": [call.to_dict() for call in self.calls],
+            **self.extra,
+        }
+
+
+class Replayer:
+    """Replays trajectories against worlds built from one spec and judged by one policy."""
+
+    def __init__(self, policy: Policy, stub_runtime: Runtime | None = None, real_runtime: Runtime | None = None):
+        self.policy = policy
+        self.stub_runtime = stub_runtime or get_runtime("inprocess")
+        self.real_runtime = real_runtime or get_runtime("inprocess")
+
+    def replay(self, trajectory: Trajectory, world: Mapping[str, Any], scenario: str | None = None) -> TrajectoryReplay:
+        facts = {**(world.get("facts") or {}), "principals": _principal_names(world.get("principals"))}
+        stub_world = self.stub_runtime.open_world(world, "stub")
+        try:
+            real_world = self.real_runtime.open_world(world, "real")
+            try:
+                calls = self._replay_calls(trajectory, stub_world, real_world, facts)
+            finally:
+                real_world.close()
+        finally:
+            stub_world.close()
+        critical = {
+            call.key: call.pair.cls
+            for call in calls
+            if call.proposal_judgement.critical or (call.commit_judgement and call.commit_judgement.critical)
+        }
+        original = trajectory.original_verdict.label if trajectory.original_verdict else None
+        result = revalidate(original, (call.pair.cls for call in calls), critical)
+        return TrajectoryReplay(trajectory, calls, result, scenario)
+
+    def _replay_calls(
+        self, trajectory: Trajectory, stub_world: WorldHandle, real_world: WorldHandle, facts: dict[str, Any]
+    ) -> list[CallReplay]:
+        declared = trajectory.principal
+        stub_history: list[dict[str, Any]] = []
+        real_history: list[dict[str, Any]] = []
+        replays = []
+        for turn, call in trajectory.calls():
+            request = {"tool": call.tool, "params": call.arguments, "principal": declared}
+            if trajectory.ambient_session is not None:
+                request["session"] = trajectory.ambient_session
+            if call.at is not None:
+                request["at"] = call.at
+            stub = Outcome.from_dict(stub_world.call(request))
+            harness_error = None
+            try:
+                real: Outcome | None = Outcome.from_dict(real_world.call(request))
+            except EnvError as exc:
+                real, harness_error = None, f"{type(exc).__name__}: {exc}"
+            proposal_vars = _variables(call, stub, declared, stub_history, facts)
+            proposal_judgement = self.policy.judge(proposal_vars)
+            proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
+            commit = commit_judgement = None
+            if real is not None:
+                commit_vars = _variables(call, real, declared, real_history, facts)
+                if real.resolution is not None:
+                    commit_judgement = self.policy.judge(commit_vars)
+                    commit = _context("commit", real, commit_vars, commit_judgement)
+                real_history.append(_history_entry(call, commit_vars))
+            stub_history.append(_history_entry(call, proposal_vars))
+            replays.append(
+                CallReplay(
+                    key=call.key,
+                    turn=turn,
+                    call=call,
+                    stub=stub,
+                    real=real,
+                    proposal=proposal,
+                    commit=commit,
+                    proposal_judgement=proposal_judgement,
+                    commit_judgement=commit_judgement,
+                    pair=classify_pair(proposal, commit),
+                    recorded_match=recorded_match(call.result, stub),
+                    harness_error=harness_error,
+                )
+            )
+        return replays
+
+
+def _principal_names(principals: Any) -> list[str]:
+    if isinstance(principals, Mapping):
+        return [str(name) for name in principals]
+    if isinstance(principals, list):
+        return [str(name) for name in principals]
+    return []
+
+
+def _variables(
+    call: ToolCall, outcome: Outcome, declared: str, history: list[dict[str, Any]], facts: dict[str, Any]
+) -> dict[str, Any]:
+    """The CEL variables of one context (see :mod:`.policy`)."""
+    resolution = outcome.resolution
+    return {
+        "tool": call.tool,
+        "params": call.arguments,
+        "resolved": resolution.resolved_params if resolution else call.arguments,
+        "principal": resolution.principal if resolution else declared,
+        "declared_principal": declared,
+        "status": outcome.status,
+        "error_code": outcome.error_code,
+        "committed": outcome.committed,
+        "effects": outcome.effects.to_dict(),
+        "output": outcome.output,
+        "history": list(history),
+        "world": facts,
+    }
+
+
+def _history_entry(call: ToolCall, variables: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("tool", "params", "resolved", "principal", "status", "committed")
+    return {"key": call.key, **{key: variables[key] for key in keys}}
+
+
+def _context(moment: str, outcome: Outcome, variables: Mapping[str, Any], judgement: Judgement) -> ResolutionContext:
+    evidence = list(outcome.resolution.evidence) if outcome.resolution else []
+    if not outcome.committed:
+        evidence.append(f"not applied: {outcome.status}{f' {outcome.error_code}' if outcome.error_code else ''}"
+                        f"{f' ({outcome.error})' if outcome.error else ''}")
+    evidence.extend(f"would match {rule!r} had it been applied" for rule in judgement.unapplied)
+    evidence.extend(judgement.errors)
+    return ResolutionContext(
+        principal=variables["principal"],
+        resolved_params=variables["resolved"],
+        policy_verdict=judgement.verdict,
+        moment=moment,  # type: ignore[arg-type]
+        committed=outcome.committed,
+        status=outcome.status,
+        error_code=outcome.error_code,
+        matched_rules=judgement.matched,
+        evidence=tuple(evidence),
+    )
+
+
+def recorded_match(recorded: RecordedResult | None, stub: Outcome) -> bool | None:
+    """Whether the stub reproduced the recorded result (None when nothing was recorded)."""
+    if recorded is None:
+        return None
+    if (recorded.status == "error") != (stub.status == "error"):
+        return False
+    if recorded.output is None:
+        return True
+    return _normalise(recorded.output) == _normalise(stub.output)
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,193 @@
+"""Scenario files: a world, a policy, a trajectory (inline or by path and format) and what to expect.
+
+Loading validates everything a replay would trip over — YAML syntax, field types, CEL conditions, the
+world's sections, tool names, expectation keys — and raises :class:`ScenarioError` naming the file and
+the field, so a bad file costs one line, not a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from litmus_replay.adapters import load_trajectories
+from litmus_replay.envs import EnvError, World, WorldSpecError
+
+from .errors import InputError, ScenarioError, UnknownName
+from .model import Trajectory, first_error
+from .policy import Policy, PolicySpec
+from .scoring import PairClass, Unscoreable
+
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+
+class TrajectoryRef(BaseModel):
+    """A trajectory file next to the scenario, read by an adapter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    format: str = "native"
+    id: str | None = Field(None, description="Pick one trajectory from the file; default: all of them.")
+
+
+class ExpectedCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    cls: PairClass = Field(..., alias="class")
+    reason: Unscoreable | None = None
+
+
+class Expectation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trajectory: PairClass | None = None
+    calls: dict[str, PairClass | ExpectedCall] = Field(default_factory=dict)
+
+
+class ScenarioSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = 1
+    name: str = Field(..., min_length=1)
+    description: str = ""
+    world: dict[str, Any] = Field(default_factory=dict)
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    trajectory: Trajectory | TrajectoryRef
+    expect: Expectation | None = None
+
+
+@dataclass
+class Scenario:
+    """A loaded, validated scenario."""
+
+    path: Path
+    spec: ScenarioSpec
+    policy: Policy
+    trajectories: list[Trajectory]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def check(self, classes: dict[str, PairClass], reasons: dict[str, Unscoreable | None], overall: PairClass) -> list[str]:
+        """Mismatches between expected and replayed classes (empty when all expectations hold)."""
+        expect = self.spec.expect
+        if expect is None:
+            return []
+        problems = []
+        if expect.trajectory is not None and expect.trajectory != overall:
+            problems.append(f"trajectory: expected {expect.trajectory}, got {overall}")
+        for key, wanted in expect.calls.items():
+            want_cls, want_reason = (wanted, None) if isinstance(wanted, PairClass) else (wanted.cls, wanted.reason)
+            got = classes.get(key)
+            if got != want_cls:
+                problems.append(f"{key}: expected {want_cls}, got {got}")
+            elif want_reason is not None and reasons.get(key) != want_reason:
+                problems.append(f"{key}: expected reason {want_reason}, got {reasons.get(key)}")
+        return problems
+
+
+def find_scenarios(paths: list[str | Path]) -> list[Path]:
+    """Scenario files named directly or found (recursively, sorted) in directories."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES and p.is_file()))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise ScenarioError(str(path), None, "no such file or directory")
+    return found
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    file = str(path)
+    data = _read_yaml(path)
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        field, message = first_error(exc)
+        raise ScenarioError(file, field, message) from None
+    policy = Policy.compile(spec.policy, file)
+    trajectories = _trajectories(spec, path)
+    tools = _validate_world(spec.world, file)
+    for trajectory in trajectories:
+        _validate_tools(trajectory, tools, file, isinstance(spec.trajectory, Trajectory))
+    _validate_expectation(spec, trajectories, file)
+    return Scenario(path, spec, policy, trajectories)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), None, f"cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScenarioError(str(path), where, f"not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(str(path), None, "a scenario must be a YAML mapping")
+    return data
+
+
+def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
+    ref = spec.trajectory
+    if isinstance(ref, Trajectory):
+        return [ref]
+    target = (path.parent / ref.path).resolve()
+    try:
+        trajectories = load_trajectories(target, ref.format)
+    except UnknownName as exc:
+        raise ScenarioError(str(path), "trajectory.format", str(exc)) from None
+    except InputError as exc:
+        raise ScenarioError(exc.file or str(target), exc.field, exc.message) from None
+    if ref.id is not None:
+        trajectories = [t for t in trajectories if t.id == ref.id]
+        if not trajectories:
+            raise ScenarioError(str(path), "trajectory.id", f"no trajectory with id {ref.id!r} in {ref.path}")
+    if not trajectories:
+        raise ScenarioError(str(path), "trajectory.path", f"{ref.path} holds no trajectory")
+    return trajectories
+
+
+def _validate_world(world: dict[str, Any], file: str) -> set[str]:
+    """Build the stub world once: it checks every section the replay will use; returns the tool names."""
+    try:
+        with World(world, "stub") as stub:
+            return set(stub.tools)
+    except WorldSpecError as exc:
+        raise ScenarioError(file, exc.field, exc.message) from None
+    except EnvError as exc:
+        raise ScenarioError(file, "world", str(exc)) from None
+
+
+def _validate_tools(trajectory: Trajectory, tools: set[str], file: str, inline: bool) -> None:
+    prefix = "trajectory." if inline else f"trajectory {trajectory.id!r}: "
+    for t_index, turn in enumerate(trajectory.turns):
+        for c_index, call in enumerate(turn.calls):
+            if call.tool not in tools:
+                raise ScenarioError(
+                    file,
+                    f"{prefix}turns[{t_index}].calls[{c_index}].tool",
+                    f"unknown tool {call.tool!r}; the world's tools are: {', '.join(sorted(tools))}",
+                )
+
+
+def _validate_expectation(spec: ScenarioSpec, trajectories: list[Trajectory], file: str) -> None:
+    if spec.expect is None:
+        return
+    keys = {call.key for trajectory in trajectories for _, call in trajectory.calls()}
+    for key in spec.expect.calls:
+        if key not in keys:
+            raise ScenarioError(file, f"expect.calls.{key}", f"no call {key!r} in the trajectory (keys: {', '.join(sorted(keys))})")
