@@ -169,7 +169,9 @@ def domain_class(name: str, semantics: Semantics) -> type[Domain]:
 
 def spec_section(spec: Mapping[str, Any], key: str, field_path: str, kind: type, default: Any) -> Any:
     """Read ``spec[key]`` checking its type, raising :class:`WorldSpecError` naming the field."""
-    value = spec.get(key, default)
+    value = spec.get(key)
+    if value is None:  # an absent key and an empty YAML value (`key:`) both mean the default
+        value = default
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise WorldSpecError(f"{field_path}.{key}", f"expected {_kind_name(kind)}, got {type(value).__name__}")
     return value

@@ -31,6 +31,8 @@ def outcome_cell(outcome: Outcome | None) -> str:
     parts = [f"+{len(effects.created)}" if effects.created else "", f"~{len(effects.changed)}" if effects.changed else "",
              f"-{len(effects.deleted)}" if effects.deleted else ""]
     changes = " ".join(p for p in parts if p)
+    if outcome.status == "ok" and not outcome.committed:
+        text += " (not applied)"
     return f"{text} {changes}".strip() if changes else text
 
 
