@@ -6,7 +6,7 @@ boundary between an env server and the host as versioned JSON.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 Status = Literal["ok", "error", "pending"]
@@ -104,10 +104,15 @@ class Outcome:
         return not self.committed
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["effects"] = self.effects.to_dict()
-        data["resolution"] = self.resolution.to_dict() if self.resolution else None
-        return data
+        return {
+            "status": self.status,
+            "committed": self.committed,
+            "output": self.output,
+            "error_code": self.error_code,
+            "error": self.error,
+            "effects": self.effects.to_dict(),
+            "resolution": self.resolution.to_dict() if self.resolution else None,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Outcome":

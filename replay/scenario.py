@@ -23,6 +23,7 @@ from .policy import Policy, PolicySpec
 from .scoring import PairClass, Unscoreable
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same results, faster
 
 
 class TrajectoryRef(BaseModel):
@@ -130,7 +131,7 @@ def _read_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(str(path), None, f"cannot read: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"

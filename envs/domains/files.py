@@ -1,1 +1,719 @@
-"""files domain (in progress)."""
+"""Files: a workspace filesystem with symlinks, ownership and modes, and canary files outside it.
+
+Stub (what a benchmark harness does): a pyfakefs ``FakeFilesystem`` used directly, never patched over
+the real ``os``. The harness's only check is lexical: a path is joined with the cwd and
+``posixpath.normpath``-ed, with no symlink resolution, and refused with ``EACCES`` if that lies outside
+the workspace; the operation then runs in the fake filesystem, which follows symlinks as it does. The
+harness stores symlink targets verbatim and does not check them.
+
+Real: the world's filesystem is a real directory tree at ``env.root``. Every path is resolved as if
+chrooted there (:mod:`..rootfs`, openat2 ``RESOLVE_IN_ROOT`` semantics), so an absolute symlink target
+or a ``..`` at the root stays inside the root. Every final open or mutation is done without following
+the final component, after checking that its parent lies inside the root: no host path outside
+``env.root`` is ever touched.
+
+Ownership and modes: spec modes are always applied; owners (and the owner of entries a call
+creates: the acting principal) are applied with ``chown`` only when the process runs as root. In-process
+there is no per-principal permission checking: the process acts for every principal. The sandbox
+runtime runs each call as the principal's uid, so there the kernel decides. The stub never checks
+permissions (it runs pyfakefs as its superuser) because a harness does not either.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import posixpath
+import shutil
+import stat
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Literal, Mapping
+
+from pyfakefs import helpers as fake_helpers
+from pyfakefs.fake_file import FakeDirectory, FakeFile
+from pyfakefs.fake_filesystem import FakeFilesystem
+from pyfakefs.fake_open import FakeFileOpen
+from pyfakefs.fake_os import FakeOsModule
+
+from ..domain import Call, Domain, WorldEnv, register_domain, tool
+from ..errors import ServiceError, WorldSpecError
+from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
+
+DEFAULT_WORKSPACE = "/workspace"
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+SPEC_KEYS = ("workspace", "cwd", "tree", "canaries")
+ENTRY_KEYS = ("content", "dir", "symlink", "owner", "mode")
+
+Kind = Literal["file", "dir", "symlink"]
+
+
+# --- the world spec ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One initial filesystem entry, as the spec declares it."""
+
+    path: str
+    kind: Kind
+    field: str
+    content: str = ""
+    target: str = ""
+    owner: tuple[int, int] | None = None
+    mode: int | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The parsed ``files:`` section."""
+
+    workspace: str
+    cwd: str
+    entries: tuple[Entry, ...]
+    canaries: tuple[str, ...]
+
+
+def normal(path: str) -> str:
+    """``posixpath.normpath`` that also folds POSIX's special leading ``//``."""
+    result = posixpath.normpath(path)
+    return "/" + result.lstrip("/") if result.startswith("//") else result
+
+
+def inside(path: str, directory: str) -> bool:
+    """Whether the normalised ``path`` is ``directory`` or lies under it (lexically)."""
+    return directory == "/" or path == directory or path.startswith(directory + "/")
+
+
+def parse_layout(spec: Mapping[str, Any], principals: Mapping[str, Mapping[str, Any]]) -> Layout:
+    """Check and normalise a ``files:`` section; raises :class:`WorldSpecError` naming the field."""
+    for key in spec:
+        if key not in SPEC_KEYS:
+            raise WorldSpecError(f"world.files.{key}", f"unknown key; expected one of {', '.join(SPEC_KEYS)}")
+    workspace = _absolute(spec.get("workspace", DEFAULT_WORKSPACE), "world.files.workspace")
+    cwd = _absolute(spec.get("cwd", workspace), "world.files.cwd")
+    entries: dict[str, Entry] = {}
+    for section in ("tree", "canaries"):
+        raw = spec.get(section) or {}
+        if not isinstance(raw, Mapping):
+            raise WorldSpecError(f"world.files.{section}", "expected a mapping of absolute path -> entry")
+        for key, value in raw.items():
+            entry = _parse_entry(section, key, value, principals)
+            if entry.path in entries:
+                raise WorldSpecError(entry.field, f"{entry.path} is declared twice")
+            if section == "canaries" and inside(entry.path, workspace):
+                raise WorldSpecError(entry.field, f"a canary must lie outside the workspace {workspace}")
+            entries[entry.path] = entry
+    canaries = tuple(normal(str(k)) for k in (spec.get("canaries") or {}))
+    return Layout(workspace, cwd, tuple(entries[p] for p in sorted(entries)), canaries)
+
+
+def _absolute(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise WorldSpecError(field, "expected an absolute path")
+    if ".." in value.split("/") or "\0" in value:
+        raise WorldSpecError(field, "must not contain '..' or NUL")
+    return normal(value)
+
+
+def _parse_entry(section: str, key: Any, value: Any, principals: Mapping[str, Mapping[str, Any]]) -> Entry:
+    field = f"world.files.{section}.{key}"
+    path = _absolute(key, field)
+    if path == "/":
+        raise WorldSpecError(field, "the world root itself cannot be declared")
+    trailing = str(key).endswith("/")
+    if isinstance(value, str):
+        if trailing:
+            raise WorldSpecError(field, "a path ending in '/' is a directory; it cannot have string content")
+        return Entry(path, "file", field, content=value)
+    if value is None and trailing:
+        return Entry(path, "dir", field)
+    if not isinstance(value, Mapping):
+        raise WorldSpecError(field, "expected a string (file content) or a mapping with content, dir or symlink")
+    for name in value:
+        if name not in ENTRY_KEYS:
+            raise WorldSpecError(f"{field}.{name}", f"unknown key; expected one of {', '.join(ENTRY_KEYS)}")
+    kind = _entry_kind(value, field, trailing)
+    content = value.get("content", "")
+    if not isinstance(content, str):
+        raise WorldSpecError(f"{field}.content", "expected a string")
+    target = value.get("symlink", "")
+    if kind == "symlink" and (not isinstance(target, str) or not target or "\0" in target):
+        raise WorldSpecError(f"{field}.symlink", "expected a non-empty target path")
+    mode = _parse_mode(value.get("mode"), f"{field}.mode")
+    if kind == "symlink" and mode is not None:
+        raise WorldSpecError(f"{field}.mode", "a symlink has no mode of its own on Linux")
+    owner = _parse_owner(value.get("owner"), f"{field}.owner", principals)
+    return Entry(path, kind, field, content=content, target=target, owner=owner, mode=mode)
+
+
+def _entry_kind(value: Mapping[str, Any], field: str, trailing: bool) -> Kind:
+    is_dir = value.get("dir", False)
+    if not isinstance(is_dir, bool):
+        raise WorldSpecError(f"{field}.dir", "expected a boolean")
+    declared = (("dir", is_dir), ("symlink", "symlink" in value), ("content", "content" in value))
+    kinds = [kind for kind, given in declared if given]
+    if len(kinds) > 1:
+        raise WorldSpecError(field, f"an entry is one of content, dir or symlink; got {' and '.join(kinds)}")
+    if trailing and kinds and kinds[0] != "dir":
+        raise WorldSpecError(field, "a path ending in '/' is a directory")
+    if is_dir or (trailing and not kinds):
+        return "dir"
+    return "symlink" if "symlink" in value else "file"
+
+
+def _parse_mode(value: Any, field: str) -> int | None:
+    """Mode bits as an int or an octal string ("0o700", "0700", "700")."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = int(value.removeprefix("0o"), 8)
+        except ValueError:
+            raise WorldSpecError(field, f"expected octal mode bits, got {value!r}") from None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 0o7777:
+        raise WorldSpecError(field, "expected mode bits between 0 and 0o7777")
+    return value
+
+
+def _parse_owner(value: Any, field: str, principals: Mapping[str, Mapping[str, Any]]) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if value == "root" and "root" not in principals:
+        return (0, 0)
+    if not isinstance(value, str) or value not in principals:
+        known = ", ".join(sorted(principals)) or "none declared"
+        raise WorldSpecError(field, f"unknown principal {value!r}; known principals: {known}")
+    return _ids(principals[value])
+
+
+def _ids(principal: Mapping[str, Any]) -> tuple[int, int]:
+    uid = int(principal["uid"])
+    return uid, int(principal.get("gid", uid))
+
+
+def digest(kind: str, mode: int, uid: int, payload: str = "") -> str:
+    """A snapshot digest: readable, and equal exactly when type, mode bits, owner and content agree."""
+    return f"{kind} {stat.S_IMODE(mode):04o} uid={uid}" + (f" {payload}" if payload else "")
+
+
+# --- shared domain behaviour -----------------------------------------------------------------
+
+
+class _Files(Domain):
+    name = "files"
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        self.layout = parse_layout(spec, env.principals)
+        self.workspace = self.layout.workspace
+        self.cwd = self.layout.cwd
+
+    def _ids_of(self, call: Call) -> tuple[int, int] | None:
+        """The uid/gid a call's new entries belong to: the acting principal's, when the world knows it."""
+        principal = self.env.principals.get(call.acting or call.principal)
+        return _ids(principal) if principal else None
+
+    def _where(self, path: str) -> str:
+        return "" if inside(path, self.workspace) else f" (outside the workspace {self.workspace})"
+
+
+def _path_param(param: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ServiceError(400, f"{param}: expected a path string, got {type(value).__name__}")
+    if "\0" in value:
+        raise OSError(errno.EINVAL, "path contains a NUL byte", value)
+    if value == "":
+        raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), value)
+    return value
+
+
+def _content_param(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise ServiceError(400, f"content: expected a string, got {type(value).__name__}")
+    return value.encode("utf-8")
+
+
+def _busy(path: str) -> OSError:
+    return OSError(errno.EBUSY, "refusing to remove or move the world root", path)
+
+
+# --- real semantics ----------------------------------------------------------------------------
+
+
+@register_domain
+class FilesReal(_Files):
+    """Real semantics: a host directory tree, every path resolved in root."""
+
+    semantics = "real"
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        self._owned_root: str | None = None
+        if env.root is None:
+            self._owned_root = tempfile.mkdtemp(prefix="litmus-files-")
+        self.root = os.path.realpath(env.root if env.root is not None else self._owned_root)
+        os.makedirs(self.root, exist_ok=True)
+        self._hash_cache: dict[tuple[int, int, int, int, int], str] = {}
+        self._as_root = os.geteuid() == 0
+        self._populate()
+
+    def close(self) -> None:
+        if self._owned_root is not None:
+            shutil.rmtree(self._owned_root, ignore_errors=True)
+            self._owned_root = None
+
+    # setup
+
+    def _populate(self) -> None:
+        made: list[tuple[str, Entry]] = []
+        for entry in self.layout.entries:
+            try:
+                made.append((self._create(entry), entry))
+            except OSError as exc:
+                raise WorldSpecError(entry.field, f"cannot create {entry.path}: {exc.strerror}") from None
+        for path, field in ((self.workspace, "world.files.workspace"), (self.cwd, "world.files.cwd")):
+            try:
+                self._ensure_dir(path)
+            except OSError as exc:
+                raise WorldSpecError(field, f"cannot create directory {path}: {exc.strerror}") from None
+        for host, entry in reversed(made):  # deepest first, so a restrictive parent mode comes last
+            self._apply_attrs(host, entry)
+
+    def _ensure_dir(self, world_dir: str) -> None:
+        """``mkdir -p`` inside the root, following symlinks in root as any later lookup would."""
+        parts = [p for p in world_dir.split("/") if p]
+        for depth in range(1, len(parts) + 1):
+            res = trace_in_root(self.root, "/" + "/".join(parts[:depth]))
+            if not res.exists:
+                host = self._host(res.path)
+                os.mkdir(host, DIR_MODE)
+                os.chmod(host, DIR_MODE)
+
+    def _create(self, entry: Entry) -> str:
+        self._ensure_dir(posixpath.dirname(entry.path))
+        res = trace_in_root(self.root, entry.path, follow_final=False)
+        host = self._host(res.path)
+        if res.exists:
+            if entry.kind == "dir" and stat.S_ISDIR(os.lstat(host).st_mode):
+                return host  # created earlier as a parent
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), entry.path)
+        if entry.kind == "dir":
+            os.mkdir(host, DIR_MODE)
+            os.chmod(host, DIR_MODE)
+        elif entry.kind == "symlink":
+            os.symlink(entry.target, host)
+        else:
+            self._write(host, entry.content.encode("utf-8"), append=False, exclusive=True)
+        return host
+
+    def _apply_attrs(self, host: str, entry: Entry) -> None:
+        if entry.mode is not None:
+            os.chmod(host, entry.mode)  # never a symlink: the spec refuses mode on symlinks
+        if entry.owner is not None and self._as_root:
+            os.chown(host, *entry.owner, follow_symlinks=False)
+
+    # resolution
+
+    def _host(self, world_path: str) -> str:
+        """The host path of a resolved world path, after checking it stays inside the root."""
+        host = host_path(self.root, world_path)
+        ensure_within(self.root, host)
+        return host
+
+    def _resolve(
+        self, call: Call, param: str, value: Any, follow_final: bool, create: bool = False
+    ) -> RootResolution:
+        path = _path_param(param, value)
+        try:
+            res = trace_in_root(self.root, path, cwd=self.cwd, follow_final=follow_final, create=create)
+        except OSError as exc:
+            reason = errno.errorcode.get(exc.errno or 0, "an error")
+            call.note(f"{param} {path} could not be resolved in the world root: {reason}")
+            raise
+        call.resolve(**{param: res.path})
+        self._explain(call, param, path, res)
+        return res
+
+    def _explain(self, call: Call, param: str, path: str, res: RootResolution) -> None:
+        """Evidence for a resolution that differs from the lexical reading of the path."""
+        where = self._where(res.path)
+        if res.links:
+            hops = ", ".join(f"{link} -> {target}" for link, target in res.links)
+            noun = "symlink" if len(res.links) == 1 else "symlinks"
+            call.note(f"{param} {path} resolved through {noun} {hops} to {res.path}{where}")
+        if res.clamped:
+            call.note(f"{param} {path}: '..' at the world root stayed at the root; resolved to {res.path}{where}")
+        if where and not res.links and not res.clamped:
+            call.note(f"{param} {path} resolved to {res.path}{where}")
+
+    @contextmanager
+    def _world_errors(self, *paths: str) -> Iterator[None]:
+        """Report OS errors with world paths, never the host paths behind them."""
+        try:
+            yield
+        except OSError as exc:
+            filename2 = paths[1] if len(paths) > 1 else None
+            raise OSError(exc.errno, exc.strerror, paths[0], None, filename2) from None
+
+    def _give(self, host: str, call: Call) -> None:
+        """New entries belong to the acting principal, as they would when the sandbox runs the call as it."""
+        ids = self._ids_of(call)
+        if ids is not None and self._as_root:
+            os.chown(host, *ids, follow_symlinks=False)
+
+    @staticmethod
+    def _write(host: str, data: bytes, append: bool, exclusive: bool = False) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags |= os.O_EXCL if exclusive else (os.O_APPEND if append else os.O_TRUNC)
+        fd = os.open(host, flags, FILE_MODE)
+        try:
+            if exclusive:
+                os.fchmod(fd, FILE_MODE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+    # tools
+
+    @tool
+    def read_file(self, call: Call, path: str) -> str:
+        res = self._resolve(call, "path", path, follow_final=True)
+        with self._world_errors(res.path):
+            fd = os.open(self._host(res.path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                if stat.S_ISDIR(os.fstat(fd).st_mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+                chunks = []
+                while chunk := os.read(fd, 1 << 16):
+                    chunks.append(chunk)
+            finally:
+                os.close(fd)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+
+    @tool
+    def write_file(self, call: Call, path: str, content: str, append: bool = False) -> dict[str, Any]:
+        res = self._resolve(call, "path", path, follow_final=True, create=True)
+        data = _content_param(content)
+        with self._world_errors(res.path):
+            host = self._host(res.path)
+            self._write(host, data, append=bool(append))
+            if not res.exists:
+                self._give(host, call)
+        return {"path": res.path, "bytes": len(data)}
+
+    @tool
+    def list_dir(self, call: Call, path: str = ".") -> list[str]:
+        res = self._resolve(call, "path", path, follow_final=True)
+        with self._world_errors(res.path):
+            fd = os.open(self._host(res.path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                return sorted(os.listdir(fd))
+            finally:
+                os.close(fd)
+
+    @tool
+    def delete_path(self, call: Call, path: str, recursive: bool = False) -> dict[str, int]:
+        res = self._resolve(call, "path", path, follow_final=False)
+        if res.path == "/":
+            raise _busy(res.path)
+        with self._world_errors(res.path):
+            host = self._host(res.path)
+            mode = os.lstat(host).st_mode
+            if not stat.S_ISDIR(mode):
+                os.unlink(host)
+                return {"deleted": 1}
+            if not recursive:
+                os.rmdir(host)
+                return {"deleted": 1}
+            count = _count_tree(host)
+            shutil.rmtree(host)  # fd-based on Linux: never follows a symlink out of the tree
+        return {"deleted": count}
+
+    @tool
+    def make_symlink(self, call: Call, target: str, link_path: str) -> dict[str, str]:
+        target = _path_param("target", target)
+        res = self._resolve(call, "link_path", link_path, follow_final=False)
+        with self._world_errors(res.path):
+            if res.exists:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+            host = self._host(res.path)
+            os.symlink(target, host)
+            self._give(host, call)
+        self._resolve_target(call, target, res.path)
+        return {"link": res.path, "target": target}
+
+    def _resolve_target(self, call: Call, target: str, link: str) -> None:
+        """Where following the new link leads, in root; lexical if it does not resolve (yet)."""
+        try:
+            resolved = trace_in_root(self.root, link, follow_final=True).path
+        except OSError as exc:
+            resolved = normal(posixpath.join(posixpath.dirname(link), target))
+            reason = errno.errorcode.get(exc.errno or 0, "an error")
+            call.note(f"symlink {link} -> {target} does not resolve ({reason}); its target reads as {resolved}")
+        call.resolve(target=resolved)
+        if not inside(resolved, self.workspace):
+            call.note(f"symlink {link} -> {target} leads to {resolved}{self._where(resolved)}")
+
+    @tool
+    def move_path(self, call: Call, src: str, dst: str) -> dict[str, str]:
+        src_res = self._resolve(call, "src", src, follow_final=False)
+        dst_res = self._resolve(call, "dst", dst, follow_final=False)
+        for res in (src_res, dst_res):
+            if res.path == "/":
+                raise _busy(res.path)
+        with self._world_errors(src_res.path, dst_res.path):
+            if not src_res.exists:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+            os.rename(self._host(src_res.path), self._host(dst_res.path))
+        return {"src": src_res.path, "dst": dst_res.path}
+
+    # state
+
+    def snapshot(self) -> dict[str, str]:
+        state: dict[str, str] = {}
+        self._scan(self.root, "", state)
+        return state
+
+    def _scan(self, host_dir: str, world_dir: str, state: dict[str, str]) -> None:
+        try:
+            entries = list(os.scandir(host_dir))
+        except OSError:
+            return  # unreadable to this process: its entries are not observable here
+        for entry in entries:
+            world = f"{world_dir}/{entry.name}"
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                state[f"files:{world}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + os.readlink(entry.path))
+            elif stat.S_ISDIR(st.st_mode):
+                state[f"files:{world}"] = digest("dir", st.st_mode, st.st_uid)
+                self._scan(entry.path, world, state)
+            elif stat.S_ISREG(st.st_mode):
+                sha = self._sha256(entry.path, st)
+                state[f"files:{world}"] = digest("file", st.st_mode, st.st_uid, f"sha256={sha}")
+            else:
+                state[f"files:{world}"] = digest("other", st.st_mode, st.st_uid)
+
+    def _sha256(self, host: str, st: os.stat_result) -> str:
+        """Content hash, cached on (inode, size, mtime, ctime) so unchanged files are not re-read."""
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        cached = self._hash_cache.get(key)
+        if cached is None:
+            try:
+                fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                return "unreadable"
+            sha = hashlib.sha256()
+            try:
+                while chunk := os.read(fd, 1 << 16):
+                    sha.update(chunk)
+            finally:
+                os.close(fd)
+            cached = self._hash_cache[key] = sha.hexdigest()
+        return cached
+
+
+def _count_tree(host_dir: str) -> int:
+    """Entries in a directory tree, itself included, by lstat only (never a stat through a host symlink)."""
+    count = 1
+    with os.scandir(host_dir) as entries:
+        for entry in entries:
+            count += _count_tree(entry.path) if entry.is_dir(follow_symlinks=False) else 1
+    return count
+
+
+# --- stub semantics ----------------------------------------------------------------------------
+
+
+@contextmanager
+def _fake_superuser() -> Iterator[None]:
+    """Run pyfakefs as uid 0, so the stub never refuses on permissions, whatever uid runs the tests.
+
+    pyfakefs keeps the acting uid in a module global; it is restored on exit (not thread-safe, as the
+    rest of a world is not).
+    """
+    previous = fake_helpers.get_uid()
+    fake_helpers.set_uid(0)
+    try:
+        yield
+    finally:
+        fake_helpers.set_uid(previous)
+
+
+@register_domain
+class FilesStub(_Files):
+    """Stub semantics: a pyfakefs filesystem behind a lexical workspace check."""
+
+    semantics = "stub"
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        self.fs = FakeFilesystem(path_separator="/")
+        self.fs.umask = 0o022
+        self.os = FakeOsModule(self.fs)
+        self.open = FakeFileOpen(self.fs)
+        self._default_ids = (os.geteuid(), os.getegid())
+        with _fake_superuser():
+            self._populate()
+
+    def invoke(self, call: Call) -> Any:
+        with _fake_superuser():
+            return super().invoke(call)
+
+    # setup
+
+    def _populate(self) -> None:
+        for entry in self.layout.entries:
+            try:
+                self._create(entry)
+            except OSError as exc:
+                raise WorldSpecError(entry.field, f"cannot create {entry.path}: {exc.strerror}") from None
+        for path in (self.workspace, self.cwd):
+            self.os.makedirs(path, DIR_MODE, exist_ok=True)
+        for entry in reversed(self.layout.entries):
+            if entry.mode is not None:
+                self.os.chmod(entry.path, entry.mode)  # never a symlink: the spec refuses mode on symlinks
+            self.os.chown(entry.path, *(entry.owner or self._default_ids), follow_symlinks=False)
+
+    def _create(self, entry: Entry) -> None:
+        self.os.makedirs(posixpath.dirname(entry.path), DIR_MODE, exist_ok=True)
+        if entry.kind == "dir":
+            if not self.fs.isdir(entry.path, follow_symlinks=False):
+                self.fs.create_dir(entry.path, perm_bits=DIR_MODE, apply_umask=False)
+        elif entry.kind == "symlink":
+            self.os.symlink(entry.target, entry.path)
+        else:
+            data = entry.content.encode("utf-8")
+            self.fs.create_file(entry.path, st_mode=stat.S_IFREG | FILE_MODE, contents=data, apply_umask=False)
+
+    # the harness's lexical check
+
+    def _lexical(self, call: Call, param: str, value: Any) -> str:
+        """Join with the cwd and normalise, without looking at the filesystem; record it as resolved."""
+        path = _path_param(param, value)
+        resolved = normal(posixpath.join(self.cwd, path))
+        call.resolve(**{param: resolved})
+        if ".." in path.split("/"):
+            call.note(f"{param} {path} normalised lexically to {resolved} (no symlink resolution)")
+        return resolved
+
+    def _check(self, call: Call, param: str, resolved: str) -> None:
+        if not inside(resolved, self.workspace):
+            call.note(f"harness lexical check refused {param} {resolved}: outside the workspace {self.workspace}")
+            raise PermissionError(errno.EACCES, "outside the workspace", call.params.get(param))
+
+    def _checked(self, call: Call, **params: Any) -> list[str]:
+        """Resolve every path parameter first (so all are recorded), then apply the check to each."""
+        resolved = [self._lexical(call, name, value) for name, value in params.items()]
+        for name, path in zip(params, resolved):
+            self._check(call, name, path)
+        return resolved
+
+    def _give(self, path: str, call: Call, follow_symlinks: bool = False) -> None:
+        """New entries belong to the acting principal (the fake filesystem needs no root to say so)."""
+        self.os.chown(path, *(self._ids_of(call) or self._default_ids), follow_symlinks=follow_symlinks)
+
+    # tools
+
+    @tool
+    def read_file(self, call: Call, path: str) -> str:
+        (resolved,) = self._checked(call, path=path)
+        with self.open(resolved, "rb") as handle:
+            data = handle.read()
+        return data.decode("utf-8", errors="replace")
+
+    @tool
+    def write_file(self, call: Call, path: str, content: str, append: bool = False) -> dict[str, Any]:
+        (resolved,) = self._checked(call, path=path)
+        data = _content_param(content)
+        existed = self.os.path.exists(resolved)
+        with self.open(resolved, "ab" if append else "wb") as handle:
+            handle.write(data)
+        if not existed:
+            self._give(resolved, call, follow_symlinks=True)  # the file created, wherever a link led
+        return {"path": resolved, "bytes": len(data)}
+
+    @tool
+    def list_dir(self, call: Call, path: str = ".") -> list[str]:
+        (resolved,) = self._checked(call, path=path)
+        return sorted(self.os.listdir(resolved))
+
+    @tool
+    def delete_path(self, call: Call, path: str, recursive: bool = False) -> dict[str, int]:
+        (resolved,) = self._checked(call, path=path)
+        if resolved == "/":
+            raise _busy(resolved)
+        if not stat.S_ISDIR(self.os.lstat(resolved).st_mode):
+            self.os.unlink(resolved)
+            return {"deleted": 1}
+        if not recursive:
+            self.os.rmdir(resolved)
+            return {"deleted": 1}
+        return {"deleted": self._remove_tree(resolved)}
+
+    def _remove_tree(self, path: str) -> int:
+        """Remove a directory and everything under it, not following symlinks; count what went."""
+        count = 0
+        for name in self.os.listdir(path):
+            child = f"{path}/{name}"
+            if stat.S_ISDIR(self.os.lstat(child).st_mode):
+                count += self._remove_tree(child)
+            else:
+                self.os.unlink(child)
+                count += 1
+        self.os.rmdir(path)
+        return count + 1
+
+    @tool
+    def make_symlink(self, call: Call, target: str, link_path: str) -> dict[str, str]:
+        target = _path_param("target", target)
+        (resolved,) = self._checked(call, link_path=link_path)
+        self.os.symlink(target, resolved)
+        self._give(resolved, call)
+        pointed = normal(posixpath.join(posixpath.dirname(resolved), target))
+        call.resolve(target=pointed)
+        if not inside(pointed, self.workspace):
+            call.note(
+                f"symlink {resolved} -> {target} points to {pointed}{self._where(pointed)}; "
+                "the harness does not check symlink targets"
+            )
+        return {"link": resolved, "target": target}
+
+    @tool
+    def move_path(self, call: Call, src: str, dst: str) -> dict[str, str]:
+        src_resolved, dst_resolved = self._checked(call, src=src, dst=dst)
+        if "/" in (src_resolved, dst_resolved):
+            raise _busy("/")
+        self.os.rename(src_resolved, dst_resolved)
+        return {"src": src_resolved, "dst": dst_resolved}
+
+    # state
+
+    def snapshot(self) -> dict[str, str]:
+        state: dict[str, str] = {}
+        self._scan(self.fs.root, "", state)
+        return state
+
+    def _scan(self, directory: FakeDirectory, world_dir: str, state: dict[str, str]) -> None:
+        for name, obj in directory.entries.items():
+            world = f"{world_dir}/{name}"
+            state[f"files:{world}"] = _fake_digest(obj)
+            if isinstance(obj, FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
+                self._scan(obj, world, state)
+
+
+def _fake_digest(obj: FakeFile) -> str:
+    mode, uid = obj.st_mode, obj.st_uid
+    if stat.S_ISLNK(mode):
+        return digest("symlink", mode, uid, f"-> {obj.contents}")
+    if stat.S_ISDIR(mode):
+        return digest("dir", mode, uid)
+    return digest("file", mode, uid, "sha256=" + hashlib.sha256(obj.byte_contents or b"").hexdigest())
+
+
+__all__ = ["Entry", "FilesReal", "FilesStub", "Layout", "digest", "inside", "normal", "parse_layout"]

@@ -452,6 +452,7 @@ class RecordsReal(_Records):
         rows = _load_rows(spec)
         # One world, one connection; an env server may answer from a worker thread.
         self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._snapshot_cache: tuple[int, dict[str, str]] | None = None
         self.db.execute(
             "CREATE TABLE rows (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, "
             "version INTEGER NOT NULL, data TEXT NOT NULL CHECK (json_valid(data)))"
@@ -477,8 +478,13 @@ class RecordsReal(_Records):
         self.db.execute("COMMIT")
 
     def snapshot(self) -> dict[str, str]:
-        rows = self.db.execute("SELECT id, owner, version, data FROM rows ORDER BY id")
-        return self._snapshot_of((i, owner, version, json.loads(data)) for i, owner, version, data in rows)
+        # The database counts every row it changes, so an unchanged count means an unchanged table.
+        changes = self.db.total_changes
+        if self._snapshot_cache is None or self._snapshot_cache[0] != changes:
+            rows = self.db.execute("SELECT id, owner, version, data FROM rows ORDER BY id")
+            state = self._snapshot_of((i, owner, version, json.loads(data)) for i, owner, version, data in rows)
+            self._snapshot_cache = (changes, state)
+        return dict(self._snapshot_cache[1])
 
     def _select(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         # ``where`` comes from compile_filter: fixed SQL fragments only, every value bound.
