@@ -4,7 +4,15 @@ Everything under this package runs inside a sandbox or a container, so it import
 library (and pyfakefs, for stub file semantics) and speaks JSON-shaped dicts at its edges.
 """
 
-from .errors import EnvError, ServiceError, Unresolvable, UnknownDomain, UnknownTool, WorldSpecError
+from .errors import (
+    EnvError,
+    RuntimeUnavailable,
+    ServiceError,
+    UnknownDomain,
+    UnknownTool,
+    Unresolvable,
+    WorldSpecError,
+)
 from .outcome import Effects, Outcome, Resolution
 from .world import World
 
@@ -13,6 +21,7 @@ __all__ = [
     "EnvError",
     "Outcome",
     "Resolution",
+    "RuntimeUnavailable",
     "ServiceError",
     "UnknownDomain",
     "UnknownTool",

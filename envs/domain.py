@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import os
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Literal, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Literal, Mapping
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
 
@@ -24,21 +26,52 @@ SEMANTICS: tuple[Semantics, ...] = ("stub", "real")
 ENTRY_POINT_GROUP = "litmus_replay.domains"
 
 
+NOBODY = 65534
+
+
 @dataclass
 class WorldEnv:
-    """What every domain of one world shares: principals, sessions, the world's root and clock."""
+    """What every domain of one world shares: principals, sessions, the world's root, and whether the
+    world runs isolated (in a sandbox or container) with each call under the principal's own uid."""
 
     principals: dict[str, dict[str, Any]]
     sessions: dict[str, str]
     ambient_session: str | None
     root: Path | None
     facts: dict[str, Any] = field(default_factory=dict)
+    isolated: bool = False
+    switch_uid: bool = False
 
     def session_principal(self, token: str | None) -> str | None:
         """The principal an ambient session token belongs to, or None if it names no live session."""
         if token is None:
             return None
         return self.sessions.get(token)
+
+    def ids(self, principal: str) -> tuple[int, int]:
+        """The uid and gid a principal acts with; an undeclared principal acts as nobody."""
+        attrs = self.principals.get(principal)
+        if attrs is None:
+            return NOBODY, NOBODY
+        return int(attrs["uid"]), int(attrs["gid"])
+
+    @contextmanager
+    def acting_as(self, principal: str) -> Iterator[None]:
+        """Run the body with the principal's effective uid and gid, so the kernel decides file access.
+
+        Only where ``switch_uid`` is set: an isolated env server running as root in its namespace.
+        """
+        if not self.switch_uid:
+            yield
+            return
+        uid, gid = self.ids(principal)
+        os.setegid(gid)
+        os.seteuid(uid)
+        try:
+            yield
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
 
 
 @dataclass
@@ -50,6 +83,7 @@ class Call:
     principal: str
     session: str | None = None
     at: float = 0.0
+    recorded: dict[str, Any] | None = None  # the recorded result, for stubs that replay it
     acting: str | None = None
     resolved: dict[str, Any] | None = None
     evidence: list[str] = field(default_factory=list)

@@ -50,3 +50,7 @@ class ServiceError(EnvError):
 
 class Unresolvable(ServiceError):
     """The world could not resolve who acts or on what, so the call has no commit context."""
+
+
+class RuntimeUnavailable(EnvError, RuntimeError):
+    """A runtime cannot run on this machine; the message names the alternatives."""

@@ -46,11 +46,21 @@ def parse_principals(value: Any) -> dict[str, dict[str, Any]]:
 class World:
     """The stateful environment a trajectory acts on, in one semantics.
 
-    ``root`` is the host directory that holds the world's filesystem (real semantics); by default a
-    fresh temporary directory that :meth:`close` removes.
+    ``root`` is the directory that holds the world's filesystem (real semantics); by default a fresh
+    temporary directory that :meth:`close` removes. ``isolated`` says the world runs in a sandbox or
+    container (domains that execute recorded content, such as the shell, refuse to run otherwise);
+    ``switch_uid`` runs each real call with the declared principal's uid and gid.
     """
 
-    def __init__(self, spec: Mapping[str, Any], semantics: Semantics, root: Path | None = None):
+    def __init__(
+        self,
+        spec: Mapping[str, Any],
+        semantics: Semantics,
+        root: Path | None = None,
+        *,
+        isolated: bool = False,
+        switch_uid: bool = False,
+    ):
         if not isinstance(spec, Mapping):
             raise WorldSpecError("world", "expected a mapping")
         self.spec = spec
@@ -76,6 +86,8 @@ class World:
             ambient_session=spec.get("session"),
             root=root,
             facts=facts,
+            isolated=isolated,
+            switch_uid=switch_uid and semantics == "real",
         )
         self._tool_domain = {
             tool_name: name for name in known for tool_name in domain_class(name, semantics).tools
@@ -100,7 +112,7 @@ class World:
         return domain
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Apply one call: ``{"tool", "params", "principal", "session"?, "at"?}`` -> outcome dict."""
+        """Apply one call: ``{"tool", "params", "principal", "session"?, "at"?, "recorded"?}`` -> outcome dict."""
         return self.apply(request).to_dict()
 
     def apply(self, request: Mapping[str, Any]) -> Outcome:
@@ -116,12 +128,14 @@ class World:
             principal=request["principal"],
             session=session,
             at=self._clock,
+            recorded=request.get("recorded"),
         )
         before = domain.snapshot()
         output: Any = None
         status, error_code, error, resolved = "ok", None, None, True
         try:
-            output = domain.invoke(call)
+            with self.env.acting_as(call.principal):
+                output = domain.invoke(call)
         except Unresolvable as exc:
             status, error_code, error, resolved = "error", str(exc.status), exc.message, False
         except ServiceError as exc:

@@ -14,11 +14,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.runtime import UnknownRuntime, get_runtime, runtime_names
 
 from . import __version__
 from .engine import Replayer, TrajectoryReplay
-from .errors import InputError, ReplayError
+from .errors import InputError
 from .model import json_schema
 from .report import print_run_summary, print_trajectory, run_document, write_json
 from .scenario import Scenario, find_scenarios, load_scenario
@@ -65,7 +66,7 @@ def _replay_scenarios(paths: tuple[str, ...], runtime: str) -> tuple[list[tuple[
     except InputError as exc:
         _fail(exc.line())
         return [], [exc.line()]
-    except (UnknownRuntime, ReplayError) as exc:
+    except (UnknownRuntime, RuntimeUnavailable) as exc:
         _fail(f"--runtime: {exc}")
         return [], [f"--runtime: {exc}"]
     done = []

@@ -121,6 +121,8 @@ class Replayer:
                 request["session"] = trajectory.ambient_session
             if call.at is not None:
                 request["at"] = call.at
+            if call.result is not None:
+                request["recorded"] = call.result.model_dump()
             stub = Outcome.from_dict(stub_world.call(request))
             harness_error = None
             try:

@@ -51,10 +51,6 @@ class UnknownName(ReplayError, LookupError):
         super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
 
 
-class RuntimeUnavailable(ReplayError, RuntimeError):
-    """A runtime cannot run on this machine; the message names the alternatives."""
-
-
 class AdjudicationContextMismatch(ReplayError, RuntimeError):
     """Raised when a score would be computed across divergent contexts.
 

@@ -1,0 +1,188 @@
+"""The env server: one process hosting one world, answering the protocol on stdio or a unix socket.
+
+It imports only the standard library (and pyfakefs for stub file semantics), so any image with Python
+3.9+ can run it from a read-only mount of this package:
+
+    python3 -m litmus_replay.envs.server --stdio [--isolated] [--switch-uid] [--world-root DIR]
+    python3 -m litmus_replay.envs.server --socket /run/litmus/env.sock ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import socket
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any, BinaryIO, Mapping
+
+from .errors import EnvError, WorldSpecError
+from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode, state_digest
+from .world import World
+
+try:
+    from importlib.metadata import version as _dist_version
+
+    ENVS_VERSION = _dist_version("litmus-replay")
+except Exception:  # running from a bare mount of the package, without its metadata
+    ENVS_VERSION = "unknown"
+
+
+class WorldHost:
+    """Holds the current world and answers protocol operations; transport-agnostic."""
+
+    def __init__(self, world_root: Path | None, isolated: bool, switch_uid: bool):
+        self.world_root = world_root
+        self.isolated = isolated
+        self.switch_uid = switch_uid
+        self.world: World | None = None
+        self.loaded: tuple[Mapping[str, Any], str] | None = None
+        self.running = True
+
+    def handle(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        op = message.get("op")
+        reply: dict[str, Any] = {"id": message.get("id")}
+        try:
+            handler = getattr(self, f"op_{op}", None) if isinstance(op, str) else None
+            if handler is None:
+                raise ValueError(f"unknown op {op!r}")
+            reply.update(ok=True, result=handler(message))
+        except WorldSpecError as exc:
+            reply.update(ok=False, error={"type": "WorldSpecError", "field": exc.field, "message": exc.message})
+        except (EnvError, ValueError, KeyError, TypeError) as exc:
+            reply.update(ok=False, error={"type": type(exc).__name__, "message": str(exc)})
+        except Exception as exc:  # a domain bug: report it with its traceback, keep serving
+            reply.update(ok=False, error={"type": "InternalError", "message": f"{type(exc).__name__}: {exc}",
+                                          "traceback": traceback.format_exc(limit=8)})
+        return reply
+
+    def op_hello(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "envs_version": ENVS_VERSION,
+            "python": platform.python_version(),
+            "isolated": self.isolated,
+            "uid": os.getuid(),
+            "pid": os.getpid(),
+        }
+
+    def _fresh_root(self) -> Path | None:
+        if self.world_root is None:
+            return None
+        root = self.world_root / "root"
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        return root
+
+    def _build(self, spec: Mapping[str, Any], semantics: str) -> None:
+        self._close_world()
+        self.world = World(spec, semantics, self._fresh_root(), isolated=self.isolated,  # type: ignore[arg-type]
+                           switch_uid=self.switch_uid)
+        self.loaded = (spec, semantics)
+
+    def op_load(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        semantics = message.get("semantics")
+        if semantics not in ("stub", "real"):
+            raise ValueError(f"semantics must be 'stub' or 'real', not {semantics!r}")
+        self._build(message.get("spec") or {}, semantics)
+        assert self.world is not None
+        return {"tools": self.world.tools}
+
+    def _current(self) -> World:
+        if self.world is None:
+            raise ValueError("no world is loaded")
+        return self.world
+
+    def op_call(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        return self._current().call(message["request"])
+
+    def op_snapshot(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        state = self._current().snapshot()
+        return {"state": state, "digest": state_digest(state)}
+
+    def op_reset(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        if self.loaded is None:
+            raise ValueError("no world is loaded")
+        self._build(*self.loaded)
+        return {}
+
+    def _close_world(self) -> None:
+        if self.world is not None:
+            self.world.close()
+            self.world = None
+
+    def op_close(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        self._close_world()
+        self.loaded = None
+        return {}
+
+    def op_shutdown(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        self._close_world()
+        self.running = False
+        return {}
+
+
+def serve_stream(host: WorldHost, reader: BinaryIO, writer: BinaryIO) -> None:
+    """Answer one message per line until shutdown or end of input."""
+    while host.running:
+        line = reader.readline(MAX_MESSAGE + 1)
+        if not line:
+            break
+        if len(line) > MAX_MESSAGE:
+            writer.write(encode({"id": None, "ok": False, "error": {"type": "ProtocolError", "message": "message too long"}}))
+            writer.flush()
+            break
+        try:
+            message = decode(line)
+        except ValueError as exc:
+            reply = {"id": None, "ok": False, "error": {"type": "ProtocolError", "message": str(exc)}}
+        else:
+            reply = host.handle(message)
+        writer.write(encode(reply))
+        writer.flush()
+
+
+def serve_socket(host: WorldHost, path: str) -> None:
+    """Answer connections on a unix socket, one at a time, until shutdown."""
+    if os.path.exists(path):
+        os.unlink(path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(path)
+        os.chmod(path, 0o600)
+        server.listen(1)
+        while host.running:
+            connection, _ = server.accept()
+            with connection, connection.makefile("rb") as reader, connection.makefile("wb") as writer:
+                serve_stream(host, reader, writer)  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="litmus_replay.envs.server", description="Host one world.")
+    transport = parser.add_mutually_exclusive_group(required=True)
+    transport.add_argument("--stdio", action="store_true", help="speak the protocol on stdin/stdout")
+    transport.add_argument("--socket", metavar="PATH", help="speak the protocol on a unix socket")
+    parser.add_argument("--world-root", type=Path, help="where real worlds lay out their files")
+    parser.add_argument("--isolated", action="store_true", help="this process runs in a sandbox or container")
+    parser.add_argument("--switch-uid", action="store_true", help="run each real call as the principal's uid")
+    args = parser.parse_args(argv)
+    world_root = args.world_root or Path(tempfile.mkdtemp(prefix="litmus-env-"))
+    host = WorldHost(world_root, args.isolated, args.switch_uid)
+    if args.switch_uid:
+        os.setgroups([])
+    if args.stdio:
+        # Tool code must never write into the protocol stream: keep the real stdout for replies only.
+        protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+        serve_stream(host, sys.stdin.buffer, protocol_out)
+    else:
+        serve_socket(host, args.socket)
+    host.op_close({})
+
+
+if __name__ == "__main__":
+    main()
