@@ -87,6 +87,7 @@ class Call:
     acting: str | None = None
     resolved: dict[str, Any] | None = None
     evidence: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
     pending: bool = False
     applied: bool = True
 
@@ -101,6 +102,11 @@ class Call:
 
     def note(self, evidence: str) -> None:
         self.evidence.append(evidence)
+
+    def read(self, *resources: str) -> None:
+        """Record resource ids the call read or depended on (a resource id names a subtree too:
+        ``profiles:bob`` covers ``profiles:bob/email``), for the causal graph's state edges."""
+        self.reads.extend(resources)
 
     def hold(self, evidence: str) -> None:
         """The call is held at a gate: it answered, but committed nothing yet."""

@@ -65,12 +65,14 @@ class Resolution:
     principal: str
     resolved_params: dict[str, Any]
     evidence: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "principal": self.principal,
             "resolved_params": self.resolved_params,
             "evidence": list(self.evidence),
+            "reads": list(self.reads),
         }
 
     @classmethod
@@ -79,6 +81,7 @@ class Resolution:
             principal=data["principal"],
             resolved_params=dict(data["resolved_params"]),
             evidence=tuple(data.get("evidence", ())),
+            reads=tuple(data.get("reads", ())),
         )
 
 

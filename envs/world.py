@@ -156,6 +156,7 @@ class World:
                 principal=call.acting or call.principal,
                 resolved_params=call.resolved if call.resolved is not None else dict(call.params),
                 evidence=tuple(call.evidence),
+                reads=tuple(dict.fromkeys(call.reads)),
             )
         return Outcome(
             status=status,

@@ -215,11 +215,13 @@ class BankStub(_Bank):
 
     @tool
     def get_balance(self, call: Call, account: Any) -> dict[str, Any]:
+        call.read(f"bank:account/{account}")
         self._account(account, "account")
         return self._balance_output(account)
 
     @tool
     def transfer_funds(self, call: Call, from_: Any, to: Any, amount: Any, idempotency_key: Any = None) -> dict[str, Any]:
+        call.read(*_transfer_reads(from_, to, idempotency_key))
         self._account(from_, "from")
         self._account(to, "to")
         value = _money(amount)
@@ -231,6 +233,7 @@ class BankStub(_Bank):
 
     @tool
     def confirm_transfer(self, call: Call, confirmation_id: Any) -> dict[str, Any]:
+        call.read(f"bank:pending/{confirmation_id}")
         # The stub holds nothing at a gate, so it cannot say which transfer an id confirms: it resolves
         # nothing, rather than inventing null from/to/amount that a policy would then compare.
         return {"status": "completed"}
@@ -246,6 +249,7 @@ class BankReal(_Bank):
 
     @tool
     def get_balance(self, call: Call, account: Any) -> dict[str, Any]:
+        call.read(f"bank:account/{account}")
         owner = self._account(account, "account").owner
         if owner != call.principal:
             call.note(f"account {account!r} is owned by {owner!r}, not {call.principal!r}; balance withheld")
@@ -254,6 +258,7 @@ class BankReal(_Bank):
 
     @tool
     def transfer_funds(self, call: Call, from_: Any, to: Any, amount: Any, idempotency_key: Any = None) -> dict[str, Any]:
+        call.read(*_transfer_reads(from_, to, idempotency_key))
         self._admit(call)
         fingerprint = _fingerprint(call.principal, from_, to, amount)
         replay = self._replay(call, idempotency_key, fingerprint)
@@ -348,6 +353,7 @@ class BankReal(_Bank):
 
     @tool
     def confirm_transfer(self, call: Call, confirmation_id: Any) -> dict[str, Any]:
+        call.read(f"bank:pending/{confirmation_id}")
         transfer = self.confirmations.get(confirmation_id) if isinstance(confirmation_id, str) else None
         if transfer is None:
             raise ServiceError(404, f"no pending transfer with confirmation id {confirmation_id!r}")
@@ -365,3 +371,11 @@ class BankReal(_Bank):
         self._check_funds(call, self.accounts[transfer.source], transfer.source, transfer.amount)
         self._complete(call, transfer)
         return {"transfer_id": transfer.transfer_id, "status": "completed"}
+
+
+def _transfer_reads(source: Any, target: Any, idempotency_key: Any) -> list[str]:
+    """The resources a transfer depends on: both accounts and, if given, its idempotency key."""
+    reads = [f"bank:account/{source}", f"bank:account/{target}"]
+    if idempotency_key is not None:
+        reads.append(f"bank:idempotency/{idempotency_key}")
+    return reads

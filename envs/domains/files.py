@@ -335,6 +335,7 @@ class FilesReal(_Files):
             call.note(f"{param} {path} could not be resolved in the world root: {reason}")
             raise
         call.resolve(**{param: res.path})
+        call.read(*(f"files:{link}" for link, _ in res.links), f"files:{res.path}")
         self._explain(call, param, path, res)
         return res
 
@@ -598,6 +599,7 @@ class FilesStub(_Files):
         path = _path_param(param, value)
         resolved = normal(posixpath.join(self.cwd, path))
         call.resolve(**{param: resolved})
+        call.read(f"files:{resolved}")
         if ".." in path.split("/"):
             call.note(f"{param} {path} normalised lexically to {resolved} (no symlink resolution)")
         return resolved

@@ -52,11 +52,13 @@ class ProfilesStub(_Profiles):
     def get_profile(self, call: Call, user: str | None = None) -> dict[str, Any]:
         target = user or call.principal
         call.resolve(user=target)
+        call.read(f"profiles:{target}")
         return self.profiles.get(target, {})
 
     @tool
     def update_profile(self, call: Call, field: str, value: Any) -> dict[str, Any]:
         call.resolve(target=call.principal)
+        call.read(f"profiles:{call.principal}")
         self.profiles.setdefault(call.principal, {})[field] = value
         return {"updated": field, "user": call.principal}
 
@@ -82,12 +84,14 @@ class ProfilesReal(_Profiles):
         acting = self._acting(call)
         target = user or acting
         call.resolve(user=target)
+        call.read(f"profiles:{target}")
         return self._read(target)
 
     @tool
     def update_profile(self, call: Call, field: str, value: Any) -> dict[str, Any]:
         acting = self._acting(call)
         call.resolve(target=acting)
+        call.read(f"profiles:{acting}")
         call.note(f"target record resolved from the session: profile of {acting!r}")
         if acting not in self.profiles:
             raise ServiceError(404, f"no profile for {acting!r}")

@@ -416,6 +416,7 @@ class RecordsStub(_Records):
         clauses = parse_filter(filter)
         matched = [row for row in self.rows if filter_matches(row, clauses)]
         call.resolve(matched=[row["id"] for row in matched])
+        call.read(*(f"records:row/{i}" for i in call.resolved["matched"]))
         return matched
 
     @tool
@@ -432,6 +433,7 @@ class RecordsStub(_Records):
     def update_record(self, call: Call, id: Any, fields: Any, if_version: Any = None) -> dict[str, Any]:
         row_id = _int_param(id, "id")
         call.resolve(id=row_id)
+        call.read(f"records:row/{row_id}")
         changes = _fields_param(fields)
         if if_version is not None:
             _int_param(if_version, "if_version")  # well-formed, but the stub never compares it
@@ -519,6 +521,7 @@ class RecordsReal(_Records):
     def query_records(self, call: Call, filter: Any = "*") -> list[dict[str, Any]]:
         rows = self._select(*compile_filter(parse_filter(filter)))
         call.resolve(matched=[row["id"] for row in rows])
+        call.read(*(f"records:row/{i}" for i in call.resolved["matched"]))
         return rows
 
     @tool
@@ -527,6 +530,7 @@ class RecordsReal(_Records):
         with self._transaction() as db:
             matched = [(row["id"], row["owner"]) for row in self._select(where, params)]
             call.resolve(matched=[row_id for row_id, _ in matched])
+            call.read(*(f"records:row/{i}" for i in call.resolved["matched"]))
             self._authorize(call, matched, "delete")
             deleted = db.execute(f"DELETE FROM rows WHERE {where}", params).rowcount
         if matched:
@@ -537,6 +541,7 @@ class RecordsReal(_Records):
     def update_record(self, call: Call, id: Any, fields: Any, if_version: Any = None) -> dict[str, Any]:
         row_id = _int_param(id, "id")
         call.resolve(id=row_id)
+        call.read(f"records:row/{row_id}")
         changes = _fields_param(fields)
         expected = None if if_version is None else _int_param(if_version, "if_version")
         with self._transaction() as db:
