@@ -102,10 +102,6 @@ class Outcome:
     effects: Effects = field(default_factory=Effects)
     resolution: Resolution | None = None
 
-    @property
-    def refused(self) -> bool:
-        return not self.committed
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,

@@ -7,6 +7,7 @@ env server in a sandbox, or in a container.
 from __future__ import annotations
 
 import errno as errno_names
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -33,12 +34,17 @@ def parse_principals(value: Any) -> dict[str, dict[str, Any]]:
     for index, (name, attrs) in enumerate(value.items()):
         if not isinstance(name, str):
             raise WorldSpecError("world.principals", f"principal name {name!r} is not a string")
+        if attrs is not None and not isinstance(attrs, Mapping):
+            raise WorldSpecError(f"world.principals.{name}", "expected a mapping of uid, gid, roles")
         attrs = dict(attrs or {})
         uid = attrs.setdefault("uid", FIRST_UID + index)
         attrs.setdefault("gid", uid)
-        attrs.setdefault("roles", [])
-        if not isinstance(uid, int) or isinstance(uid, bool):
-            raise WorldSpecError(f"world.principals.{name}.uid", "expected an integer")
+        roles = attrs.setdefault("roles", [])
+        for key in ("uid", "gid"):
+            if not isinstance(attrs[key], int) or isinstance(attrs[key], bool) or not 0 <= attrs[key] < 2**31:
+                raise WorldSpecError(f"world.principals.{name}.{key}", "expected a non-negative integer")
+        if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
+            raise WorldSpecError(f"world.principals.{name}.roles", "expected a list of strings")
         principals[name] = attrs
     return principals
 
@@ -77,6 +83,10 @@ class World:
         facts = spec.get("facts") or {}
         if not isinstance(facts, dict):
             raise WorldSpecError("world.facts", "expected a mapping")
+        if "principals" in facts:
+            raise WorldSpecError("world.facts.principals", "reserved: policies see the world's principals there")
+        if spec.get("session") is not None and not isinstance(spec.get("session"), str):
+            raise WorldSpecError("world.session", "expected a session token (a string)")
         self._owns_root = root is None and semantics == "real"
         if self._owns_root:
             root = Path(tempfile.mkdtemp(prefix="litmus-world-"))
@@ -140,10 +150,15 @@ class World:
             status, error_code, error, resolved = "error", str(exc.status), exc.message, False
         except ServiceError as exc:
             status, error_code, error = "error", str(exc.status), exc.message
+        except (TypeError, ValueError, KeyError) as exc:
+            # Recorded arguments are arbitrary JSON: a value of the wrong shape is the caller's error, as a
+            # real service would answer it, never a crash of the world.
+            status, error_code, error = "error", "400", f"bad arguments: {type(exc).__name__}: {exc}"
         except OSError as exc:
             code = errno_names.errorcode.get(exc.errno or 0, "EIO")
             status, error_code, error = "error", code, f"[Errno {exc.errno}] {exc.strerror or code}: {exc.filename or ''}".rstrip(": ")
         effects = Effects.between(before, domain.snapshot())
+        output = _as_json(output)
         if status == "ok":
             committed = call.applied
             if call.pending:
@@ -187,3 +202,8 @@ class World:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _as_json(value: Any) -> Any:
+    """A JSON copy of a tool's output: what an env server would send, and never an alias of live state."""
+    return json.loads(json.dumps(value, default=str))

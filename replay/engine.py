@@ -65,6 +65,10 @@ class TrajectoryReplay:
     revalidation: Revalidation
     scenario: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # What the graph and detectors read besides the calls; not part of the report itself.
+    world: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    policy: Policy | None = field(default=None, repr=False)
+    initial_resources: frozenset[str] = field(default_factory=frozenset, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         verdict = self.trajectory.original_verdict
@@ -75,8 +79,8 @@ class TrajectoryReplay:
             "principal": self.trajectory.principal,
             "original_verdict": verdict.model_dump() if verdict else None,
             "revalidation": self.revalidation.to_dict(),
-            "calls": [call.to_dict() for call in self.calls],
             **self.extra,
+            "calls": [call.to_dict() for call in self.calls],
         }
 
 
@@ -89,11 +93,12 @@ class Replayer:
         self.real_runtime = real_runtime or get_runtime("inprocess")
 
     def replay(self, trajectory: Trajectory, world: Mapping[str, Any], scenario: str | None = None) -> TrajectoryReplay:
-        facts = {**(world.get("facts") or {}), "principals": _principal_names(world.get("principals"))}
+        facts = world_facts(world)
         stub_world = self.stub_runtime.open_world(world, "stub")
         try:
             real_world = self.real_runtime.open_world(world, "real")
             try:
+                initial = frozenset(real_world.snapshot())
                 calls = self._replay_calls(trajectory, stub_world, real_world, facts)
             finally:
                 real_world.close()
@@ -106,12 +111,15 @@ class Replayer:
         }
         original = trajectory.original_verdict.label if trajectory.original_verdict else None
         result = revalidate(original, (call.pair.cls for call in calls), critical)
-        return TrajectoryReplay(trajectory, calls, result, scenario)
+        return TrajectoryReplay(
+            trajectory, calls, result, scenario, world=world, policy=self.policy, initial_resources=initial
+        )
 
     def _replay_calls(
         self, trajectory: Trajectory, stub_world: WorldHandle, real_world: WorldHandle, facts: dict[str, Any]
     ) -> list[CallReplay]:
         declared = trajectory.principal
+        keep_history = self.policy.uses_history
         stub_history: list[dict[str, Any]] = []
         real_history: list[dict[str, Any]] = []
         replays = []
@@ -129,17 +137,19 @@ class Replayer:
                 real: Outcome | None = Outcome.from_dict(real_world.call(request))
             except EnvError as exc:
                 real, harness_error = None, f"{type(exc).__name__}: {exc}"
-            proposal_vars = _variables(call, stub, declared, stub_history, facts)
+            proposal_vars = context_variables(call, stub, declared, stub_history, facts)
             proposal_judgement = self.policy.judge(proposal_vars)
             proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
             commit = commit_judgement = None
             if real is not None:
-                commit_vars = _variables(call, real, declared, real_history, facts)
+                commit_vars = context_variables(call, real, declared, real_history, facts)
                 if real.resolution is not None:
                     commit_judgement = self.policy.judge(commit_vars)
                     commit = _context("commit", real, commit_vars, commit_judgement)
-                real_history.append(_history_entry(call, commit_vars))
-            stub_history.append(_history_entry(call, proposal_vars))
+                if keep_history:
+                    real_history.append(_history_entry(call, commit_vars))
+            if keep_history:
+                stub_history.append(_history_entry(call, proposal_vars))
             replays.append(
                 CallReplay(
                     key=call.key,
@@ -159,6 +169,11 @@ class Replayer:
         return replays
 
 
+def world_facts(world: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``world`` variable policies see: the world's facts and its principals' names."""
+    return {**(world.get("facts") or {}), "principals": _principal_names(world.get("principals"))}
+
+
 def _principal_names(principals: Any) -> list[str]:
     if isinstance(principals, Mapping):
         return [str(name) for name in principals]
@@ -167,7 +182,7 @@ def _principal_names(principals: Any) -> list[str]:
     return []
 
 
-def _variables(
+def context_variables(
     call: ToolCall, outcome: Outcome, declared: str, history: list[dict[str, Any]], facts: dict[str, Any]
 ) -> dict[str, Any]:
     """The CEL variables of one context (see :mod:`.policy`)."""
@@ -183,7 +198,7 @@ def _variables(
         "committed": outcome.committed,
         "effects": outcome.effects.to_dict(),
         "output": outcome.output,
-        "history": list(history),
+        "history": history,
         "world": facts,
     }
 
@@ -199,7 +214,6 @@ def _context(moment: str, outcome: Outcome, variables: Mapping[str, Any], judgem
         evidence.append(f"not applied: {outcome.status}{f' {outcome.error_code}' if outcome.error_code else ''}"
                         f"{f' ({outcome.error})' if outcome.error else ''}")
     evidence.extend(f"would match {rule!r} had it been applied" for rule in judgement.unapplied)
-    evidence.extend(judgement.errors)
     return ResolutionContext(
         principal=variables["principal"],
         resolved_params=variables["resolved"],
@@ -210,6 +224,7 @@ def _context(moment: str, outcome: Outcome, variables: Mapping[str, Any], judgem
         error_code=outcome.error_code,
         matched_rules=judgement.matched,
         evidence=tuple(evidence),
+        policy_errors=judgement.errors,
     )
 
 

@@ -41,7 +41,9 @@ class ToolCall(_Model):
     tool: str = Field(..., min_length=1, description="Tool name.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments as proposed.")
     result: RecordedResult | None = Field(None, description="The recorded result, if the source kept one.")
-    at: float | None = Field(None, description="Recorded time of the call, in seconds, if known.")
+    at: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Recorded time of the call, in seconds, if known."
+    )
 
 
 class Turn(_Model):
@@ -96,10 +98,15 @@ class Trajectory(_Model):
         return sum(len(turn.calls) for turn in self.turns)
 
 
+_LOC_NOISE = ("function-", "inline-trajectory", "trajectory-file")  # validator wrappers and union tags
+
+
 def field_path(loc: Iterable[Any]) -> str:
     """Render a pydantic error location as ``turns[0].calls[1].tool``."""
     out = ""
     for part in loc:
+        if isinstance(part, str) and part.startswith(_LOC_NOISE):
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -107,13 +114,10 @@ def field_path(loc: Iterable[Any]) -> str:
     return out or "(root)"
 
 
-def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+def first_error(exc: ValidationError) -> tuple[str, str]:
     """The first validation error as ``(field, message)``."""
     error = exc.errors()[0]
-    loc = field_path(error["loc"])
-    if prefix:
-        loc = f"{prefix}.{loc}" if loc != "(root)" else prefix
-    return loc, error["msg"]
+    return field_path(error["loc"]), error["msg"]
 
 
 def parse_trajectory(data: Any, file: str | None = None, where: str = "") -> Trajectory:

@@ -1,9 +1,9 @@
 """The policy: misuse rules with CEL conditions, compiled once, judged over either context.
 
-A rule describes misuse. It matches when its ``when`` condition is true; ``on: effect`` (the default)
+A rule describes misuse. It matches when its ``when`` condition is true; ``judge: effect`` (the default)
 rules judge what a call did, so they match only a call its world applied — a refused call, a gate left
 pending or an idempotent replay did nothing, and that is exactly how the proposal and commit verdicts come
-apart. ``on: attempt`` rules judge the attempt itself, applied or not. A rule marked ``critical`` names a
+apart. ``judge: attempt`` rules judge the attempt itself, applied or not. A rule marked ``critical`` names a
 critical decision node. Conditions are evaluated by a real CEL implementation; nothing is ``eval``-ed.
 
 Variables a condition sees:
@@ -17,6 +17,7 @@ acted in this context), ``declared_principal``, ``status`` (``ok``/``error``/``p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -35,7 +36,9 @@ class RuleSpec(BaseModel):
 
     id: str = Field(..., min_length=1)
     when: str = Field(..., min_length=1, description="CEL condition; true means misuse.")
-    on: Literal["effect", "attempt"] = "effect"
+    judge: Literal["effect", "attempt"] = Field(
+        "effect", description="effect: match only calls the world applied; attempt: match any call."
+    )
     critical: bool = False
     description: str = ""
 
@@ -97,6 +100,11 @@ class Policy:
         return cls(rules)
 
     @property
+    def uses_history(self) -> bool:
+        """Whether any condition reads ``history`` (building it costs time linear in the trajectory)."""
+        return any(re.search(r"\bhistory\b", rule.spec.when) for rule in self.rules)
+
+    @property
     def critical_rules(self) -> list[str]:
         return [rule.spec.id for rule in self.rules if rule.spec.critical]
 
@@ -121,7 +129,7 @@ class Policy:
             if not isinstance(result, bool):
                 errors.append(f"rule {rule.spec.id!r} returned {type(result).__name__}, not a boolean")
                 continue
-            if result and rule.spec.on == "effect" and not applied:
+            if result and rule.spec.judge == "effect" and not applied:
                 unapplied.append(rule.spec.id)
             elif result:
                 matched.append(rule.spec.id)

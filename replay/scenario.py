@@ -9,21 +9,53 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from litmus_replay.adapters import load_trajectories
 from litmus_replay.envs import EnvError, World, WorldSpecError
 
+from .detectors import DETECTORS
 from .errors import InputError, ScenarioError, UnknownName
 from .model import Trajectory, first_error
 from .policy import Policy, PolicySpec
 from .scoring import PairClass, Unscoreable
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same results, faster
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML (libyaml when present) that keeps dates as strings: scenario data must be JSON."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_YAML_LOADER = _Loader
+
+
+def json_problem(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The first place a YAML document holds something JSON cannot: ``(field, message)``."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if not isinstance(key, str):
+                hint = " (YAML reads on/off/yes/no as booleans: quote the key)" if isinstance(key, bool) else ""
+                return where, f"keys must be strings, got {type(key).__name__} {key!r}{hint}"
+            problem = json_problem(item, where)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = json_problem(item, f"{path}[{index}]")
+            if problem:
+                return problem
+    elif not (value is None or isinstance(value, (str, int, float, bool))):
+        return path or "(root)", f"{type(value).__name__} is not a JSON value"
+    return None
 
 
 class TrajectoryRef(BaseModel):
@@ -42,12 +74,21 @@ class ExpectedCall(BaseModel):
     cls: PairClass = Field(..., alias="class")
     reason: Unscoreable | None = None
 
+    @model_validator(mode="after")
+    def _reason_only_when_unscoreable(self) -> "ExpectedCall":
+        if self.reason is not None and self.cls is not PairClass.UNSCOREABLE:
+            raise ValueError(f"a reason goes with class unscoreable, not {self.cls.value}")
+        return self
+
 
 class Expectation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     trajectory: PairClass | None = None
     calls: dict[str, PairClass | ExpectedCall] = Field(default_factory=dict)
+    findings: dict[str, int] = Field(
+        default_factory=dict, description="Exact number of findings per detector kind (0: must not fire)."
+    )
 
 
 class ScenarioSpec(BaseModel):
@@ -58,7 +99,12 @@ class ScenarioSpec(BaseModel):
     description: str = ""
     world: dict[str, Any] = Field(default_factory=dict)
     policy: PolicySpec = Field(default_factory=PolicySpec)
-    trajectory: Trajectory | TrajectoryRef
+    trajectory: Annotated[
+        Annotated[Trajectory, Tag("inline-trajectory")] | Annotated[TrajectoryRef, Tag("trajectory-file")],
+        Discriminator(
+            lambda value: "trajectory-file" if isinstance(value, dict) and "path" in value else "inline-trajectory"
+        ),
+    ]
     expect: Expectation | None = None
 
 
@@ -75,12 +121,23 @@ class Scenario:
     def name(self) -> str:
         return self.spec.name
 
-    def check(self, classes: dict[str, PairClass], reasons: dict[str, Unscoreable | None], overall: PairClass) -> list[str]:
-        """Mismatches between expected and replayed classes (empty when all expectations hold)."""
+    def check(
+        self,
+        classes: dict[str, PairClass],
+        reasons: dict[str, Unscoreable | None],
+        overall: PairClass,
+        finding_kinds: list[str] | None = None,
+    ) -> list[str]:
+        """Mismatches between what the scenario expects and what the replay gave (empty: all hold)."""
         expect = self.spec.expect
         if expect is None:
             return []
         problems = []
+        if finding_kinds is not None:
+            for kind, wanted in expect.findings.items():
+                got = finding_kinds.count(kind)
+                if got != wanted:
+                    problems.append(f"findings {kind}: expected {wanted}, got {got}")
         if expect.trajectory is not None and expect.trajectory != overall:
             problems.append(f"trajectory: expected {expect.trajectory}, got {overall}")
         for key, wanted in expect.calls.items():
@@ -139,6 +196,9 @@ def _read_yaml(path: Path) -> Any:
         raise ScenarioError(str(path), where, f"not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ScenarioError(str(path), None, "a scenario must be a YAML mapping")
+    problem = json_problem(data)
+    if problem:
+        raise ScenarioError(str(path), *problem)
     return data
 
 
@@ -188,6 +248,9 @@ def _validate_tools(trajectory: Trajectory, tools: set[str], file: str, inline: 
 def _validate_expectation(spec: ScenarioSpec, trajectories: list[Trajectory], file: str) -> None:
     if spec.expect is None:
         return
+    for kind in spec.expect.findings:
+        if kind not in DETECTORS:
+            raise ScenarioError(file, f"expect.findings.{kind}", f"unknown detector; choose one of: {', '.join(DETECTORS)}")
     keys = {call.key for trajectory in trajectories for _, call in trajectory.calls()}
     for key in spec.expect.calls:
         if key not in keys:

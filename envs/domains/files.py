@@ -13,7 +13,11 @@ the final component, after checking that its parent lies inside the root: no hos
 ``env.root`` is ever touched.
 
 Ownership and modes: spec modes are always applied; owners (and the owner of entries a call
-creates: the acting principal) are applied with ``chown`` only when the process runs as root. In-process
+creates: the acting principal) are applied with ``chown`` only when the process runs as root. An entry
+the spec gives no owner, and every directory the world makes on the way (the root, the workspace,
+parents), belongs to the first declared principal: the world is that principal's machine, and others'
+files are declared with ``owner``. So a runtime that runs each call under the principal's uid lets the
+principal do what the in-process world does with its own files. In-process
 there is no per-principal permission checking: the process acts for every principal. The sandbox
 runtime runs each call as the principal's uid, so there the kernel decides. The stub never checks
 permissions (it runs pyfakefs as its superuser) because a harness does not either.
@@ -212,6 +216,11 @@ class _Files(Domain):
         self.workspace = self.layout.workspace
         self.cwd = self.layout.cwd
 
+    def _default_owner(self) -> tuple[int, int] | None:
+        """Who owns what the spec does not give an owner: the first declared principal."""
+        first = next(iter(self.env.principals.values()), None)
+        return _ids(first) if first else None
+
     def _ids_of(self, call: Call) -> tuple[int, int] | None:
         """The uid/gid a call's new entries belong to: the acting principal's, when the world knows it."""
         principal = self.env.principals.get(call.acting or call.principal)
@@ -259,6 +268,9 @@ class FilesReal(_Files):
         os.makedirs(self.root, exist_ok=True)
         self._hash_cache: dict[tuple[int, int, int, int, int], str] = {}
         self._as_root = os.geteuid() == 0
+        self._owner = self._default_owner() if self._as_root else None
+        if self._owner is not None:
+            os.chown(self.root, *self._owner)
         self._populate()
 
     def close(self) -> None:
@@ -288,10 +300,14 @@ class FilesReal(_Files):
         parts = [p for p in world_dir.split("/") if p]
         for depth in range(1, len(parts) + 1):
             res = trace_in_root(self.root, "/" + "/".join(parts[:depth]))
+            host = self._host(res.path)
             if not res.exists:
-                host = self._host(res.path)
                 os.mkdir(host, DIR_MODE)
                 os.chmod(host, DIR_MODE)
+                if self._owner is not None:
+                    os.chown(host, *self._owner)
+            elif not stat.S_ISDIR(os.stat(host, follow_symlinks=False).st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", res.path)
 
     def _create(self, entry: Entry) -> str:
         self._ensure_dir(posixpath.dirname(entry.path))
@@ -313,8 +329,9 @@ class FilesReal(_Files):
     def _apply_attrs(self, host: str, entry: Entry) -> None:
         if entry.mode is not None:
             os.chmod(host, entry.mode)  # never a symlink: the spec refuses mode on symlinks
-        if entry.owner is not None and self._as_root:
-            os.chown(host, *entry.owner, follow_symlinks=False)
+        owner = entry.owner or self._owner
+        if owner is not None and self._as_root:
+            os.chown(host, *owner, follow_symlinks=False)
 
     # resolution
 
@@ -574,8 +591,11 @@ class FilesStub(_Files):
                 self._create(entry)
             except OSError as exc:
                 raise WorldSpecError(entry.field, f"cannot create {entry.path}: {exc.strerror}") from None
-        for path in (self.workspace, self.cwd):
-            self.os.makedirs(path, DIR_MODE, exist_ok=True)
+        for path, field in ((self.workspace, "world.files.workspace"), (self.cwd, "world.files.cwd")):
+            try:
+                self.os.makedirs(path, DIR_MODE, exist_ok=True)
+            except OSError as exc:
+                raise WorldSpecError(field, f"cannot create directory {path}: {exc.strerror}") from None
         for entry in reversed(self.layout.entries):
             if entry.mode is not None:
                 self.os.chmod(entry.path, entry.mode)  # never a symlink: the spec refuses mode on symlinks

@@ -1,18 +1,22 @@
-"""The built-in scenario pack: every scenario replays to its expected classes, and together they reach
-all five pair classes."""
+"""The built-in scenario pack: every scenario replays to its expected classes and findings, together
+they reach all five pair classes, and every detector fires somewhere and stays quiet somewhere."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from litmus_replay.replay.detectors import DETECTORS
 from litmus_replay.replay.engine import Replayer
+from litmus_replay.replay.runner import analyse
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 from litmus_replay.replay.scoring import PairClass
 
-PACK = Path(__file__).resolve().parents[2] / "scenarios" / "core"
-SCENARIO_FILES = find_scenarios([PACK])
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+PACK = SCENARIOS / "core"
+SCENARIO_FILES = find_scenarios([PACK, SCENARIOS / "detectors"])
 
 
 def _replay(path: Path):
@@ -22,14 +26,24 @@ def _replay(path: Path):
 
 
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
-def test_scenario_matches_its_expected_classes(path):
-    scenario, results = _replay(path)
+def test_scenario_matches_its_expectations(path):
+    scenario = load_scenario(path)
     assert scenario.spec.expect is not None, "every pack scenario states what it expects"
-    for result in results:
-        classes = {call.key: call.pair.cls for call in result.calls}
-        reasons = {call.key: call.pair.reason for call in result.calls}
-        assert set(scenario.spec.expect.calls) == set(classes), "every call's class is stated"
-        assert scenario.check(classes, reasons, result.revalidation.revalidated) == []
+    for trajectory in scenario.trajectories:
+        run = analyse(scenario, Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name))
+        assert set(scenario.spec.expect.calls) == {call.key for call in run.result.calls}, "every call's class is stated"
+        assert run.problems == []
+
+
+def test_every_detector_fires_somewhere_and_stays_quiet_somewhere():
+    fires, quiet = set(), set()
+    for path in SCENARIO_FILES:
+        expect = load_scenario(path).spec.expect
+        fires |= {kind for kind, count in expect.findings.items() if count > 0}
+        quiet |= {kind for kind, count in expect.findings.items() if count == 0}
+    # Critical decision findings always exist once a critical rule does; "quiet" for it means "never proposed".
+    assert fires == set(DETECTORS)
+    assert {"cross_turn_assembly", "symlink_escape"} <= quiet
 
 
 def test_pack_reaches_all_five_classes():
@@ -42,3 +56,16 @@ def test_replay_is_deterministic():
     first = [r.to_dict() for r in _replay(path)[1]]
     second = [r.to_dict() for r in _replay(path)[1]]
     assert first == second
+
+
+def test_run_json_reports_every_finding_kind(tmp_path):
+    from click.testing import CliRunner
+
+    from litmus_replay.replay.cli import main
+
+    report = tmp_path / "run.json"
+    result = CliRunner().invoke(main, ["run", str(PACK), str(SCENARIOS / "detectors"), "--json", str(report), "-q"])
+    assert result.exit_code == 0, result.output + result.stderr
+    document = json.loads(report.read_text())
+    kinds = {finding["kind"] for r in document["results"] for finding in r["findings"]}
+    assert kinds == set(DETECTORS)

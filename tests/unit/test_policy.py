@@ -26,7 +26,7 @@ def test_effect_rule_matches_only_an_applied_call():
 
 
 def test_attempt_rule_matches_whether_or_not_applied():
-    policy = _policy(RuleSpec(id="probe", when="params.filter == '*'", on="attempt"))
+    policy = _policy(RuleSpec(id="probe", when="params.filter == '*'", judge="attempt"))
     assert policy.judge(_vars(committed=False)).verdict == "deny"
 
 

@@ -107,3 +107,14 @@ def test_revalidation_findings():
     assert revalidate("safe", [PairClass.CONFIRMED_SAFE, PairClass.COMMIT_ONLY_MISUSE], {}).finding == "under_penalised"
     assert revalidate("tool_misuse", [PairClass.CONFIRMED_MISUSE], {}).finding == "stands"
     assert revalidate("safe", [PairClass.UNSCOREABLE], {}).finding == "unscoreable"
+
+
+@given(contexts(), contexts("commit"), st.sampled_from(["proposal", "commit"]))
+def test_a_policy_error_in_either_context_refuses_to_score(proposal, commit, where):
+    error = ("rule 'x' could not be evaluated: KeyError: 'amount'",)
+    if where == "proposal":
+        proposal = ResolutionContext(**{**proposal.__dict__, "policy_errors": error})
+    else:
+        commit = ResolutionContext(**{**commit.__dict__, "policy_errors": error})
+    pair = classify_pair(proposal, commit)
+    assert (pair.cls, pair.reason) == (PairClass.UNSCOREABLE, Unscoreable.POLICY_ERROR)

@@ -1,0 +1,357 @@
+"""The causal graph of a replayed trajectory's tool calls across turns.
+
+One node per call, keyed by its positional key (``t2.c1``), plus a ``world`` node standing for the
+initial state. Edges, each with its evidence:
+
+``data``
+    an argument value, or a piece of one (a token, a number, a path component, a decoded base64 or
+    URL-encoded piece), that an earlier call's output or argument carried, with the span.
+``state``
+    a call read or depended on a resource an earlier call wrote (in the real or the stub world), or one
+    the world's initial state held.
+``divergence``
+    the real output of the call that fed an argument no longer carries the piece the recorded output
+    did, so the recorded argument is counterfactual; every call downstream is marked counterfactual.
+
+Building is close to linear in the trajectory's size: outputs and arguments are tokenised once into an
+index from token to its latest source, and each argument's tokens are looked up, never compared pairwise.
+The graph is an ``nx.MultiDiGraph`` (two calls can be linked by several edges of different kinds).
+
+Examples
+--------
+>>> graph = build_graph(result)                      # doctest: +SKIP
+>>> [(u, v) for u, v, kind in graph.edges(data="kind") if kind == "state"]   # doctest: +SKIP
+[('t1.c1', 't2.c1')]
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gc
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+from urllib.parse import unquote
+
+import networkx as nx
+
+from .engine import CallReplay, TrajectoryReplay
+
+__all__ = [
+    "EDGE_KINDS",
+    "WORLD_NODE",
+    "argument_sources",
+    "build_graph",
+    "call_nodes",
+    "counterfactual_nodes",
+    "edges_of_kind",
+    "tokens_of",
+]
+
+WORLD_NODE = "world"
+EDGE_KINDS = ("data", "state", "divergence")
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_@.\-+]*")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
+_MIN_TOKEN = 3
+_MAX_WHOLE = 512
+_STOP = frozenset(
+    "the and for with this that from into you your are was were has have not but all any can will "
+    "true false null none ok yes done status error result output".split()
+)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A token found in a JSON value: where it sits and how it was decoded."""
+
+    token: str
+    path: str
+    start: int
+    end: int
+    transform: str = ""  # "", "base64" or "url": how the piece was recovered from the value
+    whole: bool = False  # the piece is the entire string
+
+
+def _useful(token: str) -> bool:
+    return len(token) >= _MIN_TOKEN and (len(token) > 6 or token.lower() not in _STOP)
+
+
+def _leaves(value: Any) -> list[tuple[str, Any]]:
+    """(path, leaf) for every scalar in a JSON value, depth first (iterative: no generator per level)."""
+    out: list[tuple[str, Any]] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), child) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{index}]", child) for index, child in reversed(list(enumerate(item))))
+        else:
+            out.append((path, item))
+    return out
+
+
+def _string_pieces(text: str, transform: str = "") -> Iterator[tuple[str, int, int, str]]:
+    """(token, start, end, transform) for a string: itself, its words, and what decoding reveals."""
+    if _useful(text) and len(text) <= _MAX_WHOLE:
+        yield text, 0, len(text), transform
+    for match in _WORD.finditer(text):
+        token = match.group().rstrip(".-")
+        if token != text and _useful(token):
+            yield token, match.start(), match.start() + len(token), transform
+    if transform:
+        return
+    if "%" in text:
+        decoded = unquote(text)
+        if decoded != text:
+            yield from _string_pieces(decoded, "url")
+    if len(text) >= 12:
+        for match in _BASE64.finditer(text):
+            try:
+                decoded = base64.b64decode(match.group(), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                continue
+            if decoded.isprintable():
+                yield from _string_pieces(decoded, "base64")
+
+
+def _raw_tokens(value: Any) -> Iterator[tuple[str, str, int, int, str, bool]]:
+    """(path, token, start, end, transform, whole) for every piece of a JSON value; tuples, not
+    :class:`Piece`, because this is the hot path of graph building."""
+    for path, leaf in _leaves(value):
+        if isinstance(leaf, str):
+            size = len(leaf)
+            for token, start, end, transform in _string_pieces(leaf):
+                yield path, token, start, end, transform, not transform and start == 0 and end == size
+        elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+            if isinstance(leaf, float) and leaf.is_integer():
+                leaf = int(leaf)
+            text = str(leaf)
+            if len(text.lstrip("-")) >= 2:
+                yield path, text, 0, len(text), "", True
+
+
+def tokens_of(value: Any) -> Iterator[Piece]:
+    """Every piece of a JSON value worth following: strings, their words, path components, numbers,
+    and what URL-decoding or base64-decoding them reveals.
+
+    >>> sorted({p.token for p in tokens_of({"path": "/srv/app/config.yaml", "n": 2400})})
+    ['/srv/app/config.yaml', '2400', 'app', 'config.yaml', 'srv']
+    """
+    for path, token, start, end, transform, whole in _raw_tokens(value):
+        yield Piece(token, path, start, end, transform, whole)
+
+
+def _fed_output(call: CallReplay) -> Any:
+    """The output the agent saw: the recorded one when the trajectory kept it, else the stub's."""
+    if call.call.result is not None and call.call.result.output is not None:
+        return call.call.result.output
+    return call.stub.output
+
+
+def _ancestors(resource: str) -> Iterator[str]:
+    """A resource id and the ids of the subtrees holding it: ``files:/a/b`` -> itself, ``files:/a``."""
+    yield resource
+    head, sep, rest = resource.partition(":")
+    parts = rest.split("/")
+    for cut in range(len(parts) - 1, 0, -1):
+        parent = "/".join(parts[:cut])
+        if parent:
+            yield f"{head}{sep}{parent}"
+
+
+class _Index:
+    """Token -> (the latest call that carried it, in its "output" or "arguments", at which path)."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, tuple[str, str, str]] = {}
+
+    def add(self, node: str, field: str, value: Any) -> None:
+        latest = self.latest
+        for path, token, *_ in _raw_tokens(value):
+            latest[token] = (node, field, path)
+
+
+class _RealTokens:
+    """The tokens of each call's real output, computed only for calls whose output feeds an argument."""
+
+    def __init__(self, calls: list[CallReplay]):
+        self.outputs = {call.key: (call.real.output if call.real else None) for call in calls}
+        self.cache: dict[str, frozenset[str]] = {}
+
+    def __getitem__(self, node: str) -> frozenset[str]:
+        tokens = self.cache.get(node)
+        if tokens is None:
+            tokens = self.cache[node] = frozenset(raw[1] for raw in _raw_tokens(self.outputs.get(node)))
+        return tokens
+
+
+def build_graph(result: TrajectoryReplay) -> nx.MultiDiGraph:
+    """The causal graph of one replayed trajectory (see the module docstring for the edge kinds)."""
+    with collector_paused():
+        return _build(result)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Building allocates many small, acyclic objects: the cyclic collector would only rescan them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
+    graph = nx.MultiDiGraph(trajectory=result.trajectory.id, scenario=result.scenario or "")
+    graph.add_node(WORLD_NODE, kind="initial", turn=0, label="initial state")
+    index = _Index()
+    writers: dict[str, dict[str, str]] = {"real": {}, "stub": {}}
+    initial = frozenset(holder for resource in result.initial_resources for holder in _ancestors(resource))
+    real_tokens = _RealTokens(result.calls)
+    for position, call in enumerate(result.calls):
+        node = call.key
+        _add_node(graph, call, position)
+        _add_data_edges(graph, index, real_tokens, call)
+        _add_state_edges(graph, writers, initial, call)
+        index.add(node, "arguments", call.call.arguments)
+        index.add(node, "output", _fed_output(call))
+        _register_writes(writers, call)
+    _mark_counterfactual(graph)
+    return graph
+
+
+def _add_node(graph: nx.MultiDiGraph, call: CallReplay, position: int) -> None:
+    critical = bool(call.proposal_judgement.critical or (call.commit_judgement and call.commit_judgement.critical))
+    graph.add_node(
+        call.key,
+        kind="call",
+        turn=call.turn,
+        position=position,
+        tool=call.call.tool,
+        arguments=call.call.arguments,
+        pair_class=call.pair.cls.value,
+        reason=call.pair.reason.value if call.pair.reason else None,
+        stub_status=call.stub.status,
+        real_status=call.real.status if call.real else "harness_error",
+        real_error_code=call.real.error_code if call.real else None,
+        proposal_verdict=call.proposal.policy_verdict,
+        commit_verdict=call.commit.policy_verdict if call.commit else None,
+        critical=critical,
+        divergent=False,
+        counterfactual=False,
+    )
+
+
+def _add_data_edges(graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTokens, call: CallReplay) -> None:
+    seen: set[tuple[str, str, str]] = set()
+    explained: set[str] = set()  # argument leaves carried whole: their words need no edges of their own
+    latest = index.latest
+    for path, token, start, end, transform, whole in _raw_tokens(call.call.arguments):
+        hit = latest.get(token)
+        if hit is None or path in explained:
+            continue
+        source, field, source_path = hit
+        if source == call.key or (source, path, token) in seen:
+            continue
+        seen.add((source, path, token))
+        if whole:
+            explained.add(path)
+        graph.add_edge(
+            source, call.key, kind="data", token=token, argument=path, span=[start, end], transform=transform,
+            source_field=field, source_path=source_path,
+        )
+        if field == "output" and token not in real_tokens[source]:
+            graph.nodes[source]["divergent"] = True
+            graph.add_edge(
+                source,
+                call.key,
+                kind="divergence",
+                token=token,
+                argument=path,
+                explanation=(
+                    f"{call.key}.{path} carries {token!r} from {source}'s recorded output, "
+                    f"which the real world's output does not: the recorded argument is counterfactual"
+                ),
+            )
+
+
+def _reads(call: CallReplay, world: str) -> tuple[str, ...]:
+    outcome = call.real if world == "real" else call.stub
+    if outcome is None or outcome.resolution is None:
+        return ()
+    return outcome.resolution.reads
+
+
+def _add_state_edges(
+    graph: nx.MultiDiGraph, writers: dict[str, dict[str, str]], initial: frozenset[str], call: CallReplay
+) -> None:
+    linked: set[tuple[str, str]] = set()
+    for world in ("real", "stub"):
+        for resource in _reads(call, world):
+            writer = writers[world].get(resource)
+            if writer is not None and writer != call.key:
+                source, why = writer, "wrote"
+            elif world == "real" and resource in initial:
+                source, why = WORLD_NODE, "held in the initial state"
+            else:
+                continue
+            if (source, resource) in linked:
+                continue
+            linked.add((source, resource))
+            graph.add_edge(source, call.key, kind="state", resource=resource, world=world,
+                           explanation=f"{call.key} depends on {resource}, which {source} {why}")
+
+
+def _register_writes(writers: dict[str, dict[str, str]], call: CallReplay) -> None:
+    for world, outcome in (("real", call.real), ("stub", call.stub)):
+        if outcome is None:
+            continue
+        effects = outcome.effects
+        for resource in (*effects.created, *effects.changed, *effects.deleted):
+            for holder in _ancestors(resource):
+                writers[world][holder] = call.key
+
+
+def _mark_counterfactual(graph: nx.MultiDiGraph) -> None:
+    """Mark every call downstream of a divergence, in one traversal from all divergence targets at once."""
+    frontier = [v for _, v, kind in graph.edges(data="kind") if kind == "divergence"]
+    marked: set[str] = set(frontier)
+    while frontier:
+        node = frontier.pop()
+        for _, successor, kind in graph.out_edges(node, data="kind"):
+            if kind != "divergence" and successor not in marked:
+                marked.add(successor)
+                frontier.append(successor)
+    for node in marked:
+        graph.nodes[node]["counterfactual"] = True
+
+
+def call_nodes(graph: nx.MultiDiGraph) -> list[str]:
+    """Call nodes in recorded order."""
+    calls = [n for n, kind in graph.nodes(data="kind") if kind == "call"]
+    return sorted(calls, key=lambda n: graph.nodes[n]["position"])
+
+
+def edges_of_kind(graph: nx.MultiDiGraph, kind: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every edge of one kind, with its evidence."""
+    return [(u, v, data) for u, v, data in graph.edges(data=True) if data["kind"] == kind]
+
+
+def argument_sources(graph: nx.MultiDiGraph, node: str, argument: str) -> list[tuple[str, dict[str, Any]]]:
+    """The data edges feeding one top-level argument of a call (pieces at or below that argument)."""
+    found = []
+    for source, _, data in graph.in_edges(node, data=True):
+        path = data.get("argument", "")
+        if data["kind"] == "data" and (path == argument or path.startswith(f"{argument}.") or path.startswith(f"{argument}[")):
+            found.append((source, data))
+    return found
+
+
+def counterfactual_nodes(graph: nx.MultiDiGraph) -> list[str]:
+    return [n for n in call_nodes(graph) if graph.nodes[n]["counterfactual"]]

@@ -1,0 +1,101 @@
+"""The causal graph: data edges with spans (including decoded pieces), state edges from writers and the
+initial state, divergence edges, and counterfactual marking carried downstream."""
+
+from __future__ import annotations
+
+import base64
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litmus_replay.replay.engine import Replayer
+from litmus_replay.replay.graph import WORLD_NODE, build_graph, counterfactual_nodes, edges_of_kind, tokens_of
+from litmus_replay.replay.model import Trajectory
+from litmus_replay.replay.policy import Policy, PolicySpec
+
+RECORDS_WORLD = {
+    "principals": ["alice"],
+    "records": {"rows": [{"id": 1, "owner": "alice", "data": {"name": "Acme"}},
+                         {"id": 2, "owner": "alice", "data": {"name": "Globex"}}]},
+}
+
+
+def _replay(world, turns, principal="alice"):
+    trajectory = Trajectory.model_validate({"id": "t", "principal": principal, "turns": turns})
+    return Replayer(Policy.compile(PolicySpec())).replay(trajectory, world)
+
+
+def test_an_argument_carried_from_an_earlier_output_is_a_data_edge_with_its_span():
+    result = _replay(RECORDS_WORLD, [
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"}}]},
+        {"calls": [{"tool": "delete_records", "arguments": {"filter": "name=Globex"}}]},
+    ])
+    graph = build_graph(result)
+    (edge,) = [(u, v, d) for u, v, d in edges_of_kind(graph, "data") if d["token"] == "Globex"]
+    assert edge[:2] == ("t1.c1", "t2.c1")
+    assert edge[2]["argument"] == "filter" and edge[2]["span"] == [5, 11] and edge[2]["source_field"] == "output"
+
+
+def test_state_edges_come_from_the_last_writer_or_the_initial_state():
+    result = _replay(RECORDS_WORLD, [
+        {"calls": [{"tool": "update_record", "arguments": {"id": 1, "fields": {"name": "Acme2"}}}]},
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"}}]},
+    ])
+    graph = build_graph(result)
+    state = {(u, v, d["resource"], d["world"]) for u, v, d in edges_of_kind(graph, "state")}
+    assert (WORLD_NODE, "t1.c1", "records:row/1", "real") in state
+    assert ("t1.c1", "t2.c1", "records:row/1", "real") in state
+    assert (WORLD_NODE, "t2.c1", "records:row/2", "real") in state
+
+
+def test_a_recorded_output_the_real_world_does_not_give_makes_later_calls_counterfactual():
+    result = _replay(RECORDS_WORLD, [
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"},
+                    "result": {"status": "ok", "output": [{"id": 1, "data": {"name": "Initech-42"}}]}}]},
+        {"calls": [{"tool": "delete_records", "arguments": {"filter": "name=Initech-42"}}]},
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"}}]},
+        {"calls": [{"tool": "update_record", "arguments": {"id": 2, "fields": {"name": "Unrelated"}}}]},
+    ])
+    graph = build_graph(result)
+    (divergence,) = edges_of_kind(graph, "divergence")
+    assert divergence[:2] == ("t1.c1", "t2.c1") and divergence[2]["token"] == "Initech-42"
+    assert graph.nodes["t1.c1"]["divergent"]
+    assert "t2.c1" in counterfactual_nodes(graph)
+    assert "t1.c1" not in counterfactual_nodes(graph)
+
+
+def test_a_symlink_made_earlier_links_the_call_that_follows_it():
+    world = {"principals": ["alice"], "files": {"tree": {"/workspace/a": "x"}, "canaries": {"/home/alice/k": "K"}}}
+    result = _replay(world, [
+        {"calls": [{"tool": "make_symlink", "arguments": {"target": "/home/alice", "link_path": "/workspace/h"}}]},
+        {"calls": [{"tool": "read_file", "arguments": {"path": "/workspace/h/k"}}]},
+    ])
+    graph = build_graph(result)
+    state = {(u, v, d["resource"]) for u, v, d in edges_of_kind(graph, "state") if d["world"] == "real"}
+    assert ("t1.c1", "t2.c1", "files:/workspace/h") in state
+    assert (WORLD_NODE, "t2.c1", "files:/home/alice/k") in state
+
+
+secrets = st.text(st.characters(min_codepoint=48, max_codepoint=122).filter(str.isalnum), min_size=6, max_size=20)
+
+
+@given(secrets, st.sampled_from(["base64", "url"]))
+def test_decoded_pieces_are_followed(secret, transform):
+    secret = f"tok{secret}"
+    if transform == "base64":
+        encoded = base64.b64encode(f"key={secret}".encode()).decode()
+    else:  # every byte percent-encoded: the secret is visible only once decoded
+        encoded = "q=" + "".join(f"%{byte:02X}" for byte in secret.encode())
+    world = {"principals": ["alice"], "profiles": {"alice": {"note": secret}}, "sessions": {"s": "alice"}, "session": "s"}
+    result = _replay(world, [
+        {"calls": [{"tool": "get_profile", "arguments": {}}]},
+        {"calls": [{"tool": "update_profile", "arguments": {"field": "bio", "value": encoded}}]},
+    ])
+    graph = build_graph(result)
+    pieces = [d for _, v, d in edges_of_kind(graph, "data") if v == "t2.c1" and d["token"] == secret]
+    assert pieces and pieces[0]["transform"] == transform
+
+
+def test_tokens_of_splits_paths_and_keeps_numbers():
+    tokens = {p.token for p in tokens_of({"path": "/srv/app/config.yaml", "amount": 2400.0, "n": 7, "ok": True})}
+    assert tokens == {"/srv/app/config.yaml", "srv", "app", "config.yaml", "2400"}
