@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from litmus_replay.envs import Outcome
-
+from ..detectors import Finding
 from ..engine import TrajectoryReplay
 from ..scoring import PairClass
+from .cells import class_cell, outcome_cell
+from .json_report import class_counts
 
 CLASS_STYLE = {
     PairClass.CONFIRMED_MISUSE: "bold red",
@@ -20,32 +23,31 @@ CLASS_STYLE = {
 }
 
 
-def outcome_cell(outcome: Outcome | None) -> str:
-    """A short description of an outcome: status, error code and effect counts."""
-    if outcome is None:
-        return "harness error"
-    text = outcome.status
-    if outcome.error_code:
-        text += f" {outcome.error_code}"
-    effects = outcome.effects
-    parts = [f"+{len(effects.created)}" if effects.created else "", f"~{len(effects.changed)}" if effects.changed else "",
-             f"-{len(effects.deleted)}" if effects.deleted else ""]
-    changes = " ".join(p for p in parts if p)
-    if outcome.status == "ok" and not outcome.committed:
-        text += " (not applied)"
-    return f"{text} {changes}".strip() if changes else text
+FINDING_STYLE = {"high": "bold red", "warning": "yellow", "info": "dim"}
 
 
-def print_trajectory(console: Console, result: TrajectoryReplay, problems: list[str] | None = None) -> None:
+def _finding_dicts(result: TrajectoryReplay, findings: Sequence[Finding] | None) -> list[Mapping[str, Any]]:
+    if findings is None:  # callers that predate the explicit argument: what the runner left on the replay
+        return list(result.extra.get("findings", []))
+    return [finding.to_dict() for finding in findings]
+
+
+def print_trajectory(
+    console: Console,
+    result: TrajectoryReplay,
+    problems: list[str] | None = None,
+    findings: Sequence[Finding] | None = None,
+) -> None:
+    """The pair table, the trajectory's re-validation line, and its findings (never-proposed critical rules left out)."""
     trajectory = result.trajectory
     original = trajectory.original_verdict.label if trajectory.original_verdict else "none"
     title = f"{result.scenario or trajectory.id} · trajectory {trajectory.id} as {trajectory.principal} · original verdict: {original}"
-    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    # Recorded content (ids, tool names, principals) is plain Text, never rich markup: "[/x]" in an id must not crash.
+    table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
     for column in ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class"):
         table.add_column(column, no_wrap=column in ("call", "class"))
     for call in result.calls:
-        reason = f" ({call.pair.reason.value})" if call.pair.reason else ""
-        table.add_row(
+        cells = (
             str(call.turn),
             call.key,
             call.call.tool,
@@ -53,8 +55,8 @@ def print_trajectory(console: Console, result: TrajectoryReplay, problems: list[
             outcome_cell(call.real),
             call.proposal.policy_verdict,
             call.commit.policy_verdict if call.commit else "-",
-            Text(call.pair.cls.value + reason, style=CLASS_STYLE[call.pair.cls]),
         )
+        table.add_row(*(Text(cell) for cell in cells), Text(class_cell(call), style=CLASS_STYLE[call.pair.cls]))
     console.print(table)
     revalidation = result.revalidation
     line = Text("  → ")
@@ -68,17 +70,18 @@ def print_trajectory(console: Console, result: TrajectoryReplay, problems: list[
         else:
             line.append(" · expectations met", style="green")
     console.print(line)
+    for finding in _finding_dicts(result, findings):
+        if finding["kind"] == "critical_decision" and finding["severity"] == "info" and not finding["nodes"]:
+            continue
+        console.print(Text(f"  ! {finding['kind']}: {finding['sentence']}", style=FINDING_STYLE[finding["severity"]]))
     console.print()
 
 
 def print_run_summary(console: Console, results: list[TrajectoryReplay], failed: int, checked: int, errors: int) -> None:
-    counts: dict[PairClass, int] = {cls: 0 for cls in PairClass}
-    for result in results:
-        for call in result.calls:
-            counts[call.pair.cls] += 1
+    counts = class_counts(results)
     calls = sum(counts.values())
     parts = [f"{len(results)} trajectories", f"{calls} calls"]
-    parts += [f"{cls.value} {n}" for cls, n in counts.items() if n]
+    parts += [f"{cls} {n}" for cls, n in counts.items() if n]
     if checked:
         parts.append(f"expectations {checked - failed}/{checked} met")
     if errors:

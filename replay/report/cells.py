@@ -1,0 +1,52 @@
+"""The words in a pair table's cells, shared by the terminal, Markdown and HTML reports so they agree."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litmus_replay.envs import Outcome
+
+from ..engine import CallReplay
+
+__all__ = ["PAIR_COLUMNS", "class_cell", "evidence_lines", "outcome_cell", "preview"]
+
+PAIR_COLUMNS = ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class", "evidence")
+
+
+def outcome_cell(outcome: Outcome | None) -> str:
+    """A short description of an outcome: status, error code and effect counts (``ok +1``, ``error 403``)."""
+    if outcome is None:
+        return "harness error"
+    text = outcome.status
+    if outcome.error_code:
+        text += f" {outcome.error_code}"
+    effects = outcome.effects
+    parts = [f"+{len(effects.created)}" if effects.created else "", f"~{len(effects.changed)}" if effects.changed else "",
+             f"-{len(effects.deleted)}" if effects.deleted else ""]
+    changes = " ".join(p for p in parts if p)
+    if outcome.status == "ok" and not outcome.committed:
+        text += " (not applied)"
+    return f"{text} {changes}".strip() if changes else text
+
+
+def class_cell(call: CallReplay) -> str:
+    """The pair class, with the reason when unscoreable."""
+    return call.pair.cls.value + (f" ({call.pair.reason.value})" if call.pair.reason else "")
+
+
+def evidence_lines(call: CallReplay) -> list[str]:
+    """Why the pair got its class: the explanation, then each moment's evidence, then a harness error."""
+    lines = [call.pair.explanation]
+    lines += [f"proposal: {line}" for line in call.proposal.evidence]
+    if call.commit is not None:
+        lines += [f"commit: {line}" for line in call.commit.evidence]
+    if call.harness_error:
+        lines.append(f"harness: {call.harness_error}")
+    return [line for line in lines if line]
+
+
+def preview(value: Any, limit: int = 2000) -> str:
+    """Pretty JSON of a recorded value, cut at ``limit`` characters (recorded outputs can be large)."""
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,130 @@
+"""The HTML report in a real browser: headless Chromium loads the page written by ``run --html`` for the
+symlink-escape scenario without a console message, and the DOM it builds holds one SVG node per call and
+the escape edge. A screenshot is left in ``build/test-artifacts/`` for a person to look at.
+
+Chromium is Debian's ``chromium`` package. Without it these tests skip, unless LITMUS_REQUIRE_BROWSER=1
+(as in CI), where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from litmus_replay.replay.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = ROOT / "scenarios" / "core" / "symlink-followed-out-of-workspace.yaml"
+PAGE = "symlink-followed-out-of-workspace--plant-key.html"
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+BROWSER_NAMES = ("chromium", "chromium-browser")
+# Chromium logs every console message (console.error, an uncaught exception, a CSP violation) as a line
+# like `INFO:CONSOLE:12] "Uncaught ReferenceError: ..."` (older builds: `CONSOLE(12)`).
+CONSOLE_LINE = re.compile(r"CONSOLE[(:]\d*\)?|Uncaught")
+
+
+def _browser() -> str:
+    for name in BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = "headless Chromium is not installed (Debian: apt-get install -y chromium)"
+    if os.environ.get("LITMUS_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"LITMUS_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    return _browser()
+
+
+def _chromium(browser: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+        f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, page.resolve().as_uri(),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+
+
+def console_errors(stderr: str) -> list[str]:
+    """The console lines in Chromium's log: any message at all counts (the report page logs nothing)."""
+    return [line for line in stderr.splitlines() if CONSOLE_LINE.search(line)]
+
+
+class _Svg(HTMLParser):
+    """Start tags inside the causal graph's <svg>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.elements: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = {name: value or "" for name, value in attrs}
+        if tag == "svg" and "causal-graph" in attributes.get("class", "").split():
+            self.depth = 1
+        elif self.depth:
+            self.elements.append((tag, attributes))
+            if tag == "svg":
+                self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag == "svg" and self.depth:
+            self.depth -= 1
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("site")
+    result = CliRunner().invoke(main, ["run", "-q", str(SCENARIO), "--html", str(site)])
+    assert result.exit_code == 0, result.output
+    return site / PAGE
+
+
+def test_detection_catches_console_errors(browser, tmp_path):
+    broken = tmp_path / "broken.html"
+    broken.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>broken</title></head><body><p>x</p>"
+        "<script>console.error('deliberate'); notDefinedAnywhere();</script></body></html>"
+    )
+    proc = _chromium(browser, broken, tmp_path / "profile", "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    errors = console_errors(proc.stderr)
+    assert any("deliberate" in line for line in errors), proc.stderr[-2000:]
+    assert any("Uncaught" in line and "notDefinedAnywhere" in line for line in errors), proc.stderr[-2000:]
+
+
+def test_page_loads_without_console_errors_and_draws_the_graph(browser, report, tmp_path):
+    proc = _chromium(browser, report, tmp_path / "profile", "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert console_errors(proc.stderr) == []
+    svg = _Svg()
+    svg.feed(proc.stdout)
+    classes = [(set(attrs.get("class", "").split()), attrs) for _, attrs in svg.elements]
+    nodes = sorted(attrs["data-key"] for cls, attrs in classes if {"node", "call"} <= cls)
+    assert nodes == ["t1.c1", "t2.c1"], "one node per call"
+    assert [attrs["data-key"] for cls, attrs in classes if {"node", "initial"} <= cls] == ["world"]
+    escapes = [(a["data-kind"], a["data-source"], a["data-target"]) for cls, a in classes if {"edge", "escape"} <= cls]
+    assert escapes == [("state", "t1.c1", "t2.c1")]
+    kinds = sorted(a["data-kind"] for cls, a in classes if "edge" in cls)
+    assert kinds == ["data", "data", "state", "state"]
+
+
+def test_screenshot_for_review(browser, report, tmp_path):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "symlink-followed-out-of-workspace.png"
+    shot.unlink(missing_ok=True)
+    proc = _chromium(browser, report, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,1000")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert console_errors(proc.stderr) == []
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, "a real picture, not a blank page"
