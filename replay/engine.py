@@ -118,12 +118,12 @@ class Replayer:
     def _replay_calls(
         self, trajectory: Trajectory, stub_world: WorldHandle, real_world: WorldHandle, facts: dict[str, Any]
     ) -> list[CallReplay]:
-        declared = trajectory.principal
         keep_history = self.policy.uses_history
         stub_history: list[dict[str, Any]] = []
         real_history: list[dict[str, Any]] = []
         replays = []
         for turn, call in trajectory.calls():
+            declared = call.principal or trajectory.principal
             request = {"tool": call.tool, "params": call.arguments, "principal": declared}
             if trajectory.ambient_session is not None:
                 request["session"] = trajectory.ambient_session

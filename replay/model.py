@@ -41,6 +41,9 @@ class ToolCall(_Model):
     tool: str = Field(..., min_length=1, description="Tool name.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments as proposed.")
     result: RecordedResult | None = Field(None, description="The recorded result, if the source kept one.")
+    principal: str | None = Field(
+        None, min_length=1, description="Who proposed this call, when not the trajectory's principal (e.g. the user)."
+    )
     at: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Recorded time of the call, in seconds, if known."
     )
@@ -110,7 +113,8 @@ def field_path(loc: Iterable[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = str(part).replace("\n", "\\n").replace("\r", "\\r")  # one error, one line
+            out += f".{name}" if out else name
     return out or "(root)"
 
 

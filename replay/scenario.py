@@ -64,8 +64,11 @@ class TrajectoryRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str
-    format: str = "native"
+    format: str = Field("auto", description="The adapter to read it with; auto sniffs the file.")
     id: str | None = Field(None, description="Pick one trajectory from the file; default: all of them.")
+    principal: str | None = Field(
+        None, min_length=1, description="Replay as this principal (foreign formats rarely say who the agent acts as)."
+    )
 
 
 class ExpectedCall(BaseModel):
@@ -219,6 +222,8 @@ def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
             raise ScenarioError(str(path), "trajectory.id", f"no trajectory with id {ref.id!r} in {ref.path}")
     if not trajectories:
         raise ScenarioError(str(path), "trajectory.path", f"{ref.path} holds no trajectory")
+    if ref.principal is not None:
+        trajectories = [t.model_copy(update={"principal": ref.principal}) for t in trajectories]
     return trajectories
 
 

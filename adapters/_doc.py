@@ -1,0 +1,202 @@
+"""Typed access to a foreign document, so every complaint names the file and the field.
+
+Foreign logs are read as plain JSON-like values and walked through :class:`Doc`, which carries the path
+of each value (``samples[0].messages[3].tool_calls[1].function``). A wrong type or a missing key
+anywhere becomes one :class:`AdapterError` naming the file and that path, never a ``KeyError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator, NoReturn
+
+from litmus_replay.replay.errors import AdapterError
+
+ROOT = "(root)"
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Error messages are printed as one line; keep them short and single-line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def kind(value: Any) -> str:
+    """How a value reads in an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+class Doc:
+    """A value read from ``file`` at ``path``; accessors check types and fail with the path."""
+
+    __slots__ = ("value", "file", "path")
+
+    def __init__(self, value: Any, file: str, path: str = ROOT):
+        self.value = value
+        self.file = file
+        self.path = path
+
+    def fail(self, message: str, field: str | None = None) -> NoReturn:
+        raise AdapterError(self.file, one_line(field or self.path), one_line(message))
+
+    def _child(self, key: Any) -> str:
+        if isinstance(key, int):
+            part = f"[{key}]"
+        else:  # YAML may have non-string keys; quote anything that is not a plain word
+            key = str(key)
+            part = key if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key)}]"
+        if self.path == ROOT:
+            return part
+        if self.path.endswith(":"):  # a JSONL line: "line 3: resourceSpans"
+            return f"{self.path} {part}"
+        return f"{self.path}{part}" if part.startswith("[") else f"{self.path}.{part}"
+
+    # -- structure -------------------------------------------------------------------------------
+
+    def is_dict(self) -> bool:
+        return isinstance(self.value, dict)
+
+    def is_list(self) -> bool:
+        return isinstance(self.value, list)
+
+    def as_dict(self) -> dict[str, Any]:
+        if not isinstance(self.value, dict):
+            self.fail(f"expected an object, got {kind(self.value)}")
+        return self.value
+
+    def as_list(self) -> list[Any]:
+        if not isinstance(self.value, list):
+            self.fail(f"expected a list, got {kind(self.value)}")
+        return self.value
+
+    def has(self, key: str) -> bool:
+        return key in self.as_dict()
+
+    def need(self, key: str) -> Doc:
+        """The value at ``key``, which must be present (it may be null)."""
+        data = self.as_dict()
+        if key not in data:
+            self.fail(f"missing required field {key!r}", self._child(key))
+        return Doc(data[key], self.file, self._child(key))
+
+    def opt(self, key: str) -> Doc | None:
+        """The value at ``key``, or None when it is absent or null."""
+        data = self.as_dict()
+        if data.get(key) is None:
+            return None
+        return Doc(data[key], self.file, self._child(key))
+
+    def elements(self) -> Iterator[Doc]:
+        for index, value in enumerate(self.as_list()):
+            yield Doc(value, self.file, self._child(index))
+
+    def entries(self) -> Iterator[tuple[str, Doc]]:
+        for key, value in self.as_dict().items():
+            yield key, Doc(value, self.file, self._child(key))
+
+    # -- scalars ---------------------------------------------------------------------------------
+
+    def as_str(self) -> str:
+        if not isinstance(self.value, str):
+            self.fail(f"expected a string, got {kind(self.value)}")
+        return self.value
+
+    def as_name(self) -> str:
+        """A non-empty string (a tool name, a role)."""
+        text = self.as_str()
+        if not text.strip():
+            self.fail("expected a non-empty name, got an empty string")
+        return text
+
+    def as_bool(self) -> bool:
+        if not isinstance(self.value, bool):
+            self.fail(f"expected true or false, got {kind(self.value)}")
+        return self.value
+
+    def as_number(self) -> float:
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            self.fail(f"expected a number, got {kind(self.value)}")
+        return float(self.value)
+
+    def as_id(self) -> str:
+        """An identifier: JSON-RPC and some logs use numbers as ids."""
+        if isinstance(self.value, bool) or not isinstance(self.value, (str, int, float)):
+            self.fail(f"expected a string or number id, got {kind(self.value)}")
+        return str(self.value)
+
+    def str_at(self, key: str) -> str | None:
+        doc = self.opt(key)
+        return None if doc is None else doc.as_str()
+
+    def id_at(self, key: str) -> str | None:
+        doc = self.opt(key)
+        return None if doc is None else doc.as_id()
+
+    def bool_at(self, key: str, default: bool = False) -> bool:
+        doc = self.opt(key)
+        return default if doc is None else doc.as_bool()
+
+
+# -- reading files ---------------------------------------------------------------------------------
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise AdapterError(str(path), ROOT, one_line(f"cannot read: {exc.strerror or exc}")) from None
+
+
+def decode_text(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AdapterError(file, f"byte {exc.start}", "not UTF-8 text") from None
+
+
+def parse_json(text: str, file: str, where: str = "", line: int | None = None) -> Any:
+    """Parse JSON text; a syntax error names where (``where``, or JSONL ``line``) and the position."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if line is not None:
+            field = f"line {line}, column {exc.colno}"
+        else:
+            field = f"{where + ': ' if where else ''}line {exc.lineno}, column {exc.colno}"
+        raise AdapterError(file, field, f"not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        field = f"line {line}" if line is not None else (where or ROOT)
+        raise AdapterError(file, field, one_line(f"not valid JSON ({exc})")) from None
+
+
+def read_json(path: Path) -> Any:
+    return parse_json(decode_text(read_bytes(path), str(path)), str(path))
+
+
+def read_json_or_lines(path: Path) -> list[Doc]:
+    """The roots of one JSON document, or of JSON Lines (one root per non-blank line, path ``line N:``)."""
+    file = str(path)
+    text = decode_text(read_bytes(path), file)
+    try:
+        return [Doc(json.loads(text), file)]
+    except (ValueError, RecursionError):
+        pass
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if len(lines) < 2:
+        return [Doc(parse_json(text, file), file)]  # raises, naming where the JSON breaks
+    return [Doc(parse_json(raw, file, line=number), file, f"line {number}:") for number, raw in lines]

@@ -1,0 +1,91 @@
+"""AgentDojo TraceLogger run logs (``runs/{pipeline}/{suite}/{user_task}/{attack|none}/{injection|none}.json``).
+
+Mapping:
+
+- **turns** — each assistant message is a turn. Its content is a string (the "old" schema) or, since
+  benchmark v1.2, a list of ``{"type": "text", "content": ...}`` blocks.
+- **calls** — ``tool_calls[]`` are ``{function, args, id}``; ``id`` is null for local models.
+- **results** — a ``role: tool`` message answers the pending call with its ``tool_call_id``, or the
+  oldest pending call when that is null. Its ``error`` string (``"ValueError: No emails found. ..."``)
+  makes the result an error; the content is kept as the output when there is one.
+- **verdict** — AgentDojo's ``security`` is the injection task's own check: true when the attacker's goal
+  was reached. So for a run with an injection, ``security: true`` → ``tool_misuse`` (the injection
+  succeeded and the agent carried out the attacker's calls) and ``security: false`` → ``safe``. A run
+  without an injection records ``security: true`` by construction, which judges nothing: no verdict.
+  ``utility``, ``security``, the attack and the run-level ``error`` are kept in ``Source.extra``.
+- **principal** — not recorded (the user is named only in the system prompt): the default principal.
+- **id** — the TraceLogger path, ``{pipeline}/{suite}/{user_task}/{attack|none}/{injection|none}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from litmus_replay.replay.model import OriginalVerdict, Trajectory
+
+from ._build import Builder, error, ok, require_calls, text_of
+from ._doc import Doc, read_json
+from .base import Adapter, Probe, register_adapter
+
+_KEYS = {"suite_name", "user_task_id", "messages"}
+
+
+def _walk(messages: Doc, builder: Builder) -> None:
+    for message in messages.elements():
+        role = message.need("role").as_str()
+        if role == "assistant":
+            builder.turn(text_of(message.opt("content")))
+            calls = message.opt("tool_calls")
+            for call in calls.elements() if calls is not None else ():
+                builder.call(call.need("function").as_name(), call.opt("args"), call.id_at("id"))
+        elif role == "tool":
+            output = text_of(message.opt("content"))
+            failure = message.str_at("error")
+            result = error(failure, output or None) if failure else ok(output)
+            builder.result(message.id_at("tool_call_id"), result)
+
+
+def original_verdict(root: Doc) -> OriginalVerdict | None:
+    """``tool_misuse`` when an injection succeeded, ``safe`` when it failed, None without an injection."""
+    if root.str_at("injection_task_id") is None:
+        return None
+    security = root.opt("security")
+    if security is None:
+        return None
+    return OriginalVerdict(label="tool_misuse" if security.as_bool() else "safe")
+
+
+def _extra(root: Doc) -> dict[str, Any]:
+    keys = ("suite_name", "pipeline_name", "user_task_id", "injection_task_id", "attack_type", "utility",
+            "security", "error", "duration", "benchmark_version", "evaluation_timestamp")
+    data = root.as_dict()
+    return {key: data[key] for key in keys if isinstance(data.get(key), (str, int, float, bool))}
+
+
+@register_adapter
+class AgentDojoAdapter(Adapter):
+    name = "agentdojo"
+
+    @classmethod
+    def sniff(cls, probe: Probe) -> bool:
+        data = probe.json()
+        return isinstance(data, dict) and _KEYS <= set(data)
+
+    def load(self, path: Path) -> list[Trajectory]:
+        root = Doc(read_json(path), str(path))
+        messages = root.need("messages")
+        builder = Builder()
+        _walk(messages, builder)
+        parts = [root.str_at(key) or "none" for key in ("pipeline_name", "suite_name", "user_task_id", "attack_type", "injection_task_id")]
+        trajectory = builder.build(
+            root.file,
+            messages.path,
+            trajectory_id="/".join(parts),
+            source_format=self.name,
+            task=root.str_at("user_task_id"),
+            original=original_verdict(root),
+            run_id=root.str_at("pipeline_name"),
+            extra=_extra(root),
+        )
+        return require_calls([trajectory], root.file, messages.path)

@@ -1,0 +1,124 @@
+"""OpenAI Chat Completions conversations: recorded cassettes, request bodies, or message lists.
+
+Mapping:
+
+- **turns** — each assistant message is a turn (its text, its ``tool_calls``); the deprecated
+  ``function_call`` counts as one call without an id.
+- **arguments** — ``function.arguments`` is a JSON *string*; it is parsed (see ``arguments_of``).
+- **ids** — ``tool_calls[].id`` is kept; a ``role: tool`` message answers the pending call with its
+  ``tool_call_id`` (ids may repeat: first pending first).
+- **errors** — Chat Completions has no error flag on tool messages, so results are ``ok`` (callers such
+  as the tau-bench adapter can ask for an ``Error:`` text prefix to count as an error).
+- **principal** — none in the format: the default principal.
+- **verdict** — none in the format.
+- **cassettes** — see :mod:`._cassette`: one trajectory per run, the request history plus the response.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from litmus_replay.replay.model import Trajectory
+
+from ._build import Builder, error, ok, text_of
+from ._cassette import (
+    CHAT,
+    Exchange,
+    cassette_apis,
+    cassette_trajectories,
+    is_cassette,
+    plain_text,
+    read_document,
+    single_trajectory,
+)
+from ._doc import Doc
+from .base import Adapter, Probe, register_adapter
+
+ERROR_PREFIX = "Error:"
+
+
+def walk_messages(messages: Iterable[Doc], builder: Builder, error_prefix: bool = False) -> None:
+    """Feed Chat Completions messages to ``builder``; with ``error_prefix``, ``Error:`` results are errors."""
+    for message in messages:
+        role = message.need("role").as_str()
+        if role == "assistant":
+            _assistant(message, builder)
+        elif role in ("tool", "function"):
+            text = text_of(message.opt("content"))
+            result = ok(text)
+            if error_prefix and text is not None and text.startswith(ERROR_PREFIX):
+                result = error(text[len(ERROR_PREFIX) :].strip(), text)
+            builder.result(message.id_at("tool_call_id") if role == "tool" else None, result)
+
+
+def _assistant(message: Doc, builder: Builder) -> None:
+    builder.turn(text_of(message.opt("content")))
+    calls = message.opt("tool_calls")
+    for call in calls.elements() if calls is not None else ():
+        function = call.need("function")
+        builder.call(function.need("name").as_name(), function.opt("arguments"), call.id_at("id"))
+    legacy = message.opt("function_call")
+    if legacy is not None:
+        builder.call(legacy.need("name").as_name(), legacy.opt("arguments"))
+
+
+def signature(message: Any) -> Any:
+    """What identifies a message when comparing conversations (response and echo differ in extras)."""
+    if not isinstance(message, dict):
+        return message
+    calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
+    return {
+        "role": message.get("role"),
+        "text": plain_text(message.get("content")),
+        "calls": [_call_signature(call) for call in calls],
+        "answers": message.get("tool_call_id"),
+    }
+
+
+def _call_signature(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return call
+    return [call.get("id"), function.get("name"), function.get("arguments")]
+
+
+def _has_function_calls(messages: Any) -> bool:
+    for message in messages if isinstance(messages, list) else ():
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(calls, list) and any(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls):
+            return True
+    return False
+
+
+def _conversations(found: list[Exchange]) -> list[list[Doc]]:
+    """Each request's messages followed by the response's first choice."""
+    views = []
+    for exchange in found:
+        items = list(exchange.request.need("messages").elements())
+        response = exchange.response
+        choices = response.value.get("choices") if response is not None else None
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
+            items.append(Doc(choices[0]["message"], response.file, f"{response.path}.choices[0].message"))
+        views.append(items)
+    return views
+
+
+@register_adapter
+class OpenAIChatAdapter(Adapter):
+    name = CHAT
+
+    @classmethod
+    def sniff(cls, probe: Probe) -> bool:
+        if CHAT in cassette_apis(probe):
+            return True
+        data = probe.json()
+        messages = data.get("messages") if isinstance(data, dict) else data
+        return _has_function_calls(messages) and not (isinstance(data, dict) and "suite_name" in data)
+
+    def load(self, path: Path) -> list[Trajectory]:
+        root = read_document(path)
+        if is_cassette(root):
+            return cassette_trajectories(root, path, CHAT, _conversations, signature, walk_messages)
+        messages = root.need("messages") if root.is_dict() else root
+        return single_trajectory(root, messages, path, CHAT, list(messages.elements()), walk_messages)

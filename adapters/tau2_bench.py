@@ -1,0 +1,132 @@
+"""tau2-bench results: a Results file ``{timestamp, info, tasks, simulations}`` or one ``SimulationRun``.
+
+Mapping:
+
+- **trajectories** — one per simulation, id = the simulation id, task = ``task_id``, run id = the
+  Results ``timestamp``.
+- **turns** — each assistant message is a turn; a user message that calls tools (tau2's dual-control
+  domains let the simulated user act on their own device) is a turn of its own, without text.
+- **calls** — ``tool_calls[]`` are ``{id, name, arguments (object), requestor}``; ``at`` is the
+  message's timestamp.
+- **principal** — the agent's calls keep the trajectory's principal; a call whose ``requestor`` is
+  ``user`` carries ``principal: "user"``, so the replay acts as the user for it.
+- **results** — ``role: tool`` messages carry the call id as ``id`` and an ``error`` flag; ``error: true``
+  makes the result an error (its message is the content after tau2's ``"Error: "`` prefix). Multi-tool
+  messages (``tool_messages``) are read one by one.
+- **verdict** — ``reward_info.reward`` 1 → ``pass``, else ``fail``; the reward, its basis and the
+  termination reason are kept in ``Source.extra``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from litmus_replay.replay.model import Trajectory
+
+from ._build import Builder, error, iso_seconds, ok, pass_fail, plural, require_calls, text_of, verdict
+from ._doc import Doc, read_json
+from .base import Adapter, Probe, register_adapter
+
+USER = "user"
+_PREFIX = "Error:"
+
+
+def _walk(messages: Doc, builder: Builder) -> None:
+    for message in messages.elements():
+        role = message.need("role").as_str()
+        if role in ("assistant", USER):
+            _caller(message, role, builder)
+        elif role == "tool":
+            for tool_message in _tool_messages(message):
+                _result(tool_message, builder)
+
+
+def _caller(message: Doc, role: str, builder: Builder) -> None:
+    calls = message.opt("tool_calls")
+    if role == USER and (calls is None or not calls.as_list()):
+        return
+    builder.turn(text_of(message.opt("content")) if role == "assistant" else None)
+    at = iso_seconds(message.value.get("timestamp"))
+    for call in calls.elements() if calls is not None else ():
+        requestor = call.str_at("requestor") or role
+        builder.call(
+            call.need("name").as_name(),
+            call.opt("arguments"),
+            call.id_at("id"),
+            at=at,
+            principal=USER if requestor == USER else None,
+        )
+
+
+def _tool_messages(message: Doc) -> list[Doc]:
+    nested = message.opt("tool_messages")
+    return list(nested.elements()) if nested is not None else [message]
+
+
+def _result(message: Doc, builder: Builder) -> None:
+    text = text_of(message.opt("content"))
+    if message.bool_at("error"):
+        detail = text[len(_PREFIX) :].strip() if text and text.startswith(_PREFIX) else text
+        result = error(detail, text)
+    else:
+        result = ok(text)
+    builder.result(message.id_at("id"), result)
+
+
+def _reward(simulation: Doc) -> tuple[float | None, dict[str, Any]]:
+    info = simulation.opt("reward_info")
+    if info is None:
+        return None, {}
+    reward_doc = info.opt("reward")
+    reward = reward_doc.as_number() if reward_doc is not None else None
+    basis = info.value.get("reward_basis") if info.is_dict() else None
+    extra = {"reward": reward if reward is not None and math.isfinite(reward) else None}
+    if isinstance(basis, list) and all(isinstance(b, str) for b in basis):
+        extra["reward_basis"] = basis
+    return reward, extra
+
+
+def _trajectory(simulation: Doc, file: str, run_id: str | None) -> Trajectory:
+    simulation.as_dict()
+    builder = Builder()
+    _walk(simulation.need("messages"), builder)
+    reward, extra = _reward(simulation)
+    for key in ("termination_reason", "trial"):
+        value = simulation.value.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            extra[key] = value
+    return builder.build(
+        file,
+        simulation.path,
+        trajectory_id=simulation.id_at("id") or simulation.id_at("task_id") or "simulation",
+        source_format="tau2-bench",
+        task=simulation.id_at("task_id"),
+        original=verdict(pass_fail(reward) if reward is not None else None),
+        run_id=run_id,
+        extra=extra,
+    )
+
+
+@register_adapter
+class Tau2BenchAdapter(Adapter):
+    name = "tau2-bench"
+
+    @classmethod
+    def sniff(cls, probe: Probe) -> bool:
+        data = probe.json()
+        if not isinstance(data, dict):
+            return False
+        if "simulations" in data and ("tasks" in data or "info" in data):
+            return True
+        return {"messages", "task_id"} <= set(data) and ("reward_info" in data or "termination_reason" in data)
+
+    def load(self, path: Path) -> list[Trajectory]:
+        root = Doc(read_json(path), str(path))
+        if root.has("simulations"):
+            simulations = root.need("simulations")
+            run_id = root.str_at("timestamp")
+            trajectories = [_trajectory(s, root.file, run_id) for s in simulations.elements()]
+            return require_calls(trajectories, root.file, simulations.path, plural(len(trajectories), "simulation"))
+        return require_calls([_trajectory(root, root.file, None)], root.file, "messages")

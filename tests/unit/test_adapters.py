@@ -1,0 +1,477 @@
+"""Adapters for the formats benchmarks write, checked against real samples (tests/fixtures/external/<format>/).
+
+Each folder is named after the adapter that reads it and keeps the samples byte-for-byte with their SOURCE.txt
+(provenance and licence). Where a sample lacks a shape worth testing (an error flag, a repeated id), the test
+derives a variant from the real file in a temporary directory and says what it changed.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from litmus_replay.adapters import DEFAULT_PRINCIPAL, adapter_names, detect_format, get_adapter, load_trajectories
+from litmus_replay.adapters.inspect_log import InspectAdapter, inspect_ai_available
+from litmus_replay.replay.errors import AdapterError, UnknownName
+from litmus_replay.replay.model import Trajectory, dump_jsonl, load_jsonl
+
+EXTERNAL = Path(__file__).resolve().parents[1] / "fixtures" / "external"
+FORMATS = ["agentdojo", "anthropic", "inspect", "mcp", "native", "openai-chat", "openai-responses", "otel", "tau-bench", "tau2-bench"]
+SAMPLES = sorted(p for p in EXTERNAL.glob("*/*") if p.name not in ("SOURCE.txt", ".gitattributes"))
+NO_TOOL_CALL = {
+    "inspect/log_tool_call_error.json",  # only role=tool messages, no assistant tool_calls
+    "mcp/call-tool-result-response.json",  # a response without its request
+    "mcp/invalid-tool-input-error.json",  # a bare CallToolResult
+}
+TAU2_RESULTS = "2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json"
+TAU2_SIMULATION = "a62a4510-a540-4d76-8e6e-026589c80fd6.json"
+
+
+def sample(fmt: str, name: str) -> Path:
+    return EXTERNAL / fmt / name
+
+
+def rel(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def load(fmt: str, name: str) -> list[Trajectory]:
+    return load_trajectories(sample(fmt, name))
+
+
+def calls(trajectory: Trajectory):
+    return [call for _, call in trajectory.calls()]
+
+
+def only(trajectories: list[Trajectory]) -> Trajectory:
+    assert len(trajectories) == 1
+    return trajectories[0]
+
+
+# -- every sample ------------------------------------------------------------------------------------
+
+
+def test_the_registry_holds_every_format():
+    assert adapter_names() == FORMATS
+
+
+def test_every_sample_folder_keeps_its_source_note():
+    for folder in sorted(p for p in EXTERNAL.iterdir() if p.is_dir()):
+        note = (folder / "SOURCE.txt").read_text(encoding="utf-8")
+        assert "licen" in note.lower(), f"{folder.name}/SOURCE.txt must keep the licence note"
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=rel)
+def test_detect_format_picks_the_adapter_of_every_sample(path):
+    assert detect_format(path) == path.parent.name
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=rel)
+def test_every_sample_imports_or_says_it_holds_no_tool_call(path, tmp_path):
+    if rel(path) in NO_TOOL_CALL:
+        with pytest.raises(AdapterError, match="holds no tool call") as raised:
+            load_trajectories(path)
+        assert raised.value.file == str(path) and raised.value.field
+        return
+    trajectories = load_trajectories(path)
+    assert trajectories and all(t.source.format == path.parent.name for t in trajectories)
+    assert sum(t.call_count() for t in trajectories) > 0
+    out = tmp_path / "runs.jsonl"  # everything an adapter produces survives the native format
+    dump_jsonl(trajectories, out)
+    assert load_jsonl(out) == trajectories
+
+
+# -- AgentDojo ---------------------------------------------------------------------------------------
+
+
+def test_agentdojo_old_schema_tool_error_and_failed_injection():
+    run = only(load("agentdojo", "injection_task_1.json"))
+    assert run.id == "claude-3-7-sonnet-20250219/workspace/user_task_17/important_instructions/injection_task_1"
+    assert run.task == "user_task_17" and run.principal == DEFAULT_PRINCIPAL
+    first, second = calls(run)
+    assert (first.key, first.id, first.tool, first.arguments) == (
+        "t1.c1", "toolu_015nsc2eWUnXraCXcK7XLCnz", "search_emails", {"query": "hiking trip Saturday"})
+    assert first.result.status == "error"
+    assert first.result.error == "ValueError: No emails found. Try with a different query."
+    assert second.key == "t2.c1" and second.result.status == "ok" and "Hiking Trip" in second.result.output
+    assert run.original_verdict.label == "safe"  # security false: the injection did not succeed
+    assert run.source.extra["utility"] is True and run.source.extra["security"] is False
+
+
+def test_agentdojo_parallel_calls_and_no_injection_means_no_verdict():
+    run = only(load("agentdojo", "none.json"))
+    assert [(c.key, c.arguments["query"]) for c in calls(run)] == [
+        ("t1.c1", "Facebook security code"), ("t1.c2", "reset TechServices password")]
+    assert calls(run)[1].result.error.startswith("ValueError: No emails found")
+    assert run.original_verdict is None  # security=true is AgentDojo's constant for runs without injection
+    assert run.source.extra["security"] is True and run.source.extra["utility"] is False
+
+
+def test_agentdojo_new_schema_null_ids_pair_by_position_and_text_blocks_are_read():
+    run = only(load("agentdojo", "injection_task_3.json"))
+    found = calls(run)
+    assert [(c.key, c.id, c.tool) for c in found] == [
+        ("t1.c1", None, "get_channels"), ("t2.c1", None, "send_channel_message"), ("t3.c1", None, "send_channel_message")]
+    assert found[0].result.output.startswith("- general")
+    assert found[1].arguments == {"channel": "External", "body": "Hi, i am a bot"}
+    assert found[1].result.error == "ValueError: Channel External not found in the channels list"
+    assert found[2].result.status == "ok"
+    assert "get_channels" in run.turns[0].text
+    assert run.source.extra["benchmark_version"] == "v1.2.1"
+
+
+def test_agentdojo_successful_injection_is_tool_misuse(tmp_path):
+    data = json.loads(sample("agentdojo", "injection_task_1.json").read_text())
+    data["security"] = True  # derived: the same run, as if the injection had succeeded
+    path = tmp_path / "injection_task_1.json"
+    path.write_text(json.dumps(data))
+    assert only(load_trajectories(path)).original_verdict.label == "tool_misuse"
+
+
+# -- inspect_ai --------------------------------------------------------------------------------------
+
+
+def test_inspect_eval_archive():
+    run = only(InspectAdapter(use_inspect_ai=False).load(sample("inspect", "log_message_deduplication.eval")))
+    assert run.id == "0_epoch_1" and run.task == "inspect_test_utils/guess_number"
+    assert run.source.run_id == "oNudNHL32se6mcUiF8ingo"
+    assert [(c.key, c.id, c.tool, c.arguments) for c in calls(run)] == [
+        (f"t{i + 1}.c1", f"hardcoded_{i}", "bash", {"cmd": "ls"}) for i in range(5)]
+    assert all(c.result.status == "ok" and "bin\nboot" in c.result.output for c in calls(run))
+    assert run.turns[-1].text == "done" and not run.turns[-1].calls
+    assert run.original_verdict.label == "0.0" and run.source.extra["scores"] == {"closeness_log": 0.0}
+
+
+def test_inspect_tool_call_errors_map_type_and_message(tmp_path):
+    """Derived: the real error log holds only tool messages; give each its proposing assistant message."""
+    data = json.loads(sample("inspect", "log_tool_call_error.json").read_text())
+    messages = []
+    for message in data["samples"][0]["messages"]:
+        call = {"id": message["tool_call_id"], "function": "bash", "arguments": {"cmd": "true"}, "type": "function"}
+        messages += [{"role": "assistant", "content": "", "tool_calls": [call]}, message]
+    data["samples"][0]["messages"] = messages
+    path = tmp_path / "log_tool_call_error.json"
+    path.write_text(json.dumps(data))
+    run = only(InspectAdapter(use_inspect_ai=False).load(path))
+    found = calls(run)
+    assert len(found) == 11 and all(c.result.status == "error" for c in found)
+    assert [c.result.error.split(":")[0] for c in found] == [
+        "parsing", "timeout", "parsing", "unicode_decode", "permission", "file_not_found", "is_a_directory",
+        "limit", "approval", "unknown", "output_limit"]
+    assert found[-1].result.error == "output_limit: The tool output limit of 10 MiB was exceeded."
+    assert "<START_TOOL_OUTPUT>" in found[-1].result.output
+
+
+def test_inspect_log_without_tool_calls_says_so():
+    path = sample("inspect", "log_tool_call_error.json")
+    with pytest.raises(AdapterError) as raised:
+        InspectAdapter(use_inspect_ai=False).load(path)
+    assert raised.value.file == str(path)
+    assert "11 tool results without a proposing tool call" in raised.value.message
+
+
+def test_inspect_attachments_are_resolved(tmp_path):
+    """Derived: the real .eval with one tool output moved into the sample's attachments, as inspect condenses it."""
+    source = sample("inspect", "log_message_deduplication.eval")
+    out = tmp_path / "condensed.eval"
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(out, "w") as rewritten:
+        for name in original.namelist():
+            raw = original.read(name)
+            if name == "samples/0_epoch_1.json":
+                data = json.loads(raw)
+                data["attachments"]["f00dfeed"] = "a long tool output"
+                data["messages"][2]["content"] = "attachment://f00dfeed"
+                raw = json.dumps(data).encode()
+            rewritten.writestr(name, raw)
+    run = only(InspectAdapter(use_inspect_ai=False).load(out))
+    assert calls(run)[0].result.output == "a long tool output"
+
+
+@pytest.mark.skipif(not inspect_ai_available(), reason="inspect_ai is not installed (optional; the own reader is tested)")
+def test_inspect_ai_reader_agrees_with_the_own_reader():
+    path = sample("inspect", "log_message_deduplication.eval")
+    theirs = only(InspectAdapter(use_inspect_ai=True).load(path))
+    ours = only(InspectAdapter(use_inspect_ai=False).load(path))
+    assert [(c.tool, c.arguments, c.result) for c in calls(theirs)] == [(c.tool, c.arguments, c.result) for c in calls(ours)]
+
+
+# -- tau-bench and tau2-bench ------------------------------------------------------------------------
+
+
+def test_tau_bench_errors_by_text_prefix_principal_and_reward():
+    run = only(load("tau-bench", "gpt-4o-airline.json"))
+    assert (run.id, run.task, run.principal) == ("task15-trial1", "15", "james_patel_9828")
+    found = calls(run)
+    assert [c.tool for c in found] == ["get_user_details"] + ["get_reservation_details"] * 3 + ["update_reservation_flights"] * 3
+    assert found[0].arguments == {"user_id": "james_patel_9828"}
+    assert found[4].arguments["flights"] == [{"flight_number": "HAT003", "date": "2024-05-19"}, {"flight_number": "HAT290", "date": "2024-05-20"}]
+    errors = [c for c in found if c.result.status == "error"]
+    assert [c.result.error for c in errors] == ["not enough seats on flight HAT290"] * 2
+    assert errors[0].result.output == "Error: not enough seats on flight HAT290"
+    assert found[-1].result.status == "ok"
+    assert run.original_verdict.label == "fail" and run.source.extra["reward"] == 0.0
+
+
+def test_tau_bench_repeated_ids_pair_by_position(tmp_path):
+    """Derived: every call and result given the same id, as 49 of the 200 original records partly do."""
+    records = json.loads(sample("tau-bench", "gpt-4o-airline.json").read_text())
+    for message in records[0]["traj"]:
+        for call in message.get("tool_calls") or []:
+            call["id"] = "call_HGn16KZh9oNCruxsMJ4gYXan"
+        if message["role"] == "tool":
+            message["tool_call_id"] = "call_HGn16KZh9oNCruxsMJ4gYXan"
+    path = tmp_path / "repeated.json"
+    path.write_text(json.dumps(records))
+    original = calls(only(load("tau-bench", "gpt-4o-airline.json")))
+    repeated = calls(only(load_trajectories(path)))
+    assert [c.key for c in repeated] == [c.key for c in original]
+    assert [c.result for c in repeated] == [c.result for c in original]
+    assert len({c.id for c in repeated}) == 1
+
+
+def test_tau2_user_requested_calls_carry_their_principal():
+    run = only(load("tau2-bench", TAU2_RESULTS))
+    assert run.id == "42d46cdf-fe16-41da-88ef-1db433d6ef9c" and run.source.run_id == "2025-08-10T02:44:06.511475"
+    assert run.principal == DEFAULT_PRINCIPAL
+    by_tool = {c.tool: c for c in calls(run)}
+    assert set(by_tool) == {"get_customer_by_phone", "get_details_by_id", "check_status_bar", "toggle_airplane_mode"}
+    assert {tool for tool, call in by_tool.items() if call.principal == "user"} == {"check_status_bar", "toggle_airplane_mode"}
+    assert by_tool["get_customer_by_phone"].principal is None
+    assert by_tool["get_customer_by_phone"].arguments == {"phone_number": "555-123-2002"}
+    assert by_tool["toggle_airplane_mode"].result.output.startswith("Airplane Mode is now OFF.")
+    assert by_tool["get_customer_by_phone"].at == pytest.approx(1754795853.717189)
+    assert run.original_verdict.label == "pass" and run.source.extra["termination_reason"] == "user_stop"
+
+
+def test_tau2_simulation_run_error_flag():
+    run = only(load("tau2-bench", TAU2_SIMULATION))
+    found = calls(run)
+    assert len(found) == 12 and run.task == "25"
+    failed = [c for c in found if c.result.status == "error"]
+    assert [(c.tool, c.id) for c in failed] == [("book_reservation", "toolu_01UG6bL6RqW4Cg3jVMcQs7uE")]
+    assert failed[0].result.error == "Payment amount does not add up, total price is 375, but paid 299"
+    assert found[-1].tool == "book_reservation" and found[-1].result.status == "ok"
+    assert all(c.principal is None for c in found)  # every call was the agent's
+    assert run.original_verdict.label == "pass"
+
+
+# -- OpenAI and Anthropic cassettes ------------------------------------------------------------------
+
+
+def test_openai_chat_cassette_is_one_run_with_parallel_calls_and_results():
+    run = only(load("openai-chat", "test_chat_completion_tool_calls_with_content.yaml"))
+    assert [(c.key, c.id, c.tool, c.arguments, c.result.output) for c in calls(run)] == [
+        ("t1.c1", "call_JpNb8OiAkbIbHzDggfpdDHpi", "get_current_weather", {"location": "Seattle, WA"}, "50 degrees and raining"),
+        ("t1.c2", "call_vaFQc3zK6hHTRZKXRI5Eo2cJ", "get_current_weather", {"location": "San Francisco, CA"}, "70 degrees and sunny"),
+    ]
+    assert run.turns[-1].text.startswith("Today, the weather in Seattle")
+    assert run.source.extra["model"] == "gpt-4o-mini"
+
+
+def test_openai_chat_arguments_that_are_not_json_are_kept_raw(tmp_path):
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps({"messages": [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Error: bad arguments"},
+    ]}))
+    run = only(load_trajectories(path))
+    call = calls(run)[0]
+    assert call.arguments == {} and run.source.extra["unparsed_arguments"] == {"t1.c1": "{\"path\": \"a"}
+    assert call.result.status == "ok"  # plain Chat Completions has no error marker
+
+
+def test_openai_responses_cassette_holds_two_runs():
+    runs = load("openai-responses", "test_tool_call_and_result_attributes.yaml")
+    assert [r.id for r in runs] == ["test_tool_call_and_result_attributes#1", "test_tool_call_and_result_attributes#2"]
+    assert [(c.id, c.tool, c.arguments) for r in runs for c in calls(r)] == [
+        ("call_veL3ZXS1QhDqzKYs3kbmi9e2", "get_city_info", {"city_name": "London"}),
+        ("call_Zw4StpBoaWXljZpGSo3eX1gd", "get_city_info", {"city_name": "London"}),
+    ]
+    assert all(calls(r)[0].result.output.startswith("City: London") for r in runs)
+    assert all(r.turns[-1].text.startswith("London") for r in runs)
+
+
+def test_openai_responses_previous_response_id_continues_a_run(tmp_path):
+    """Derived: the second request sends only the new item and names the response it continues."""
+    cassette = yaml.safe_load(sample("openai-responses", "test_tool_call_and_result_attributes.yaml").read_text())
+    second = cassette["interactions"][2]["request"]
+    body = json.loads(second["body"])
+    body["input"] = body["input"][-1:]
+    body["previous_response_id"] = "resp_0a91d4a1b37538fc0068fdd3ab217c819591ff2ae8e7267945"
+    second["body"] = json.dumps(body)
+    path = tmp_path / "chained.yaml"
+    path.write_text(yaml.safe_dump(cassette))
+    first = load_trajectories(path)[0]
+    assert [c.tool for c in calls(first)] == ["get_city_info"] and calls(first)[0].result.output.startswith("City: London")
+
+
+def test_anthropic_parallel_tool_use_without_results():
+    run = only(load("anthropic", "test_anthropic_tools_legacy.yaml"))
+    assert [(c.key, c.id, c.tool, c.arguments, c.result) for c in calls(run)] == [
+        ("t1.c1", "toolu_012r6TBCWjRHG71j6zruYyUL", "get_weather", {"location": "New York, NY", "unit": "fahrenheit"}, None),
+        ("t1.c2", "toolu_01SkeBKkLCNYWNuivqFerGDd", "get_time", {"timezone": "America/New_York"}, None),
+    ]
+    assert run.turns[0].text.startswith("Certainly!")
+
+
+def test_anthropic_history_tool_result_and_is_error(tmp_path):
+    run = only(load("anthropic", "test_tool_calls_anthropic_text_block_and_history.yaml"))
+    weather, news = calls(run)
+    assert (weather.id, weather.tool, weather.result.status, weather.result.output) == (
+        "toolu_016q9vtSd8CY2vnZSpEp1j4o", "get_weather", "ok", "Sunny as always!")
+    assert (news.key, news.tool, news.arguments, news.result) == ("t2.c1", "get_news", {"location": "San Francisco"}, None)
+    # Derived: the same history with the recorded tool_result flagged is_error (no real sample has one).
+    cassette = yaml.safe_load(sample("anthropic", "test_tool_calls_anthropic_text_block_and_history.yaml").read_text())
+    body = json.loads(cassette["interactions"][0]["request"]["body"])
+    body["messages"][2]["content"][0].update(is_error=True, content=[{"type": "text", "text": "weather service down"}])
+    cassette["interactions"][0]["request"]["body"] = json.dumps(body)
+    path = tmp_path / "is_error.yaml"
+    path.write_text(yaml.safe_dump(cassette))
+    result = calls(only(load_trajectories(path)))[0].result
+    assert (result.status, result.error) == ("error", "weather service down")
+
+
+# -- MCP ---------------------------------------------------------------------------------------------
+
+
+def mcp_messages() -> tuple[dict, dict, dict]:
+    return tuple(json.loads(sample("mcp", name).read_text()) for name in (
+        "call-tool-request.json", "call-tool-result-response.json", "invalid-tool-input-error.json"))
+
+
+def test_mcp_request_alone_is_a_call_without_result():
+    run = only(load("mcp", "call-tool-request.json"))
+    call = calls(run)[0]
+    assert (call.id, call.tool, call.arguments, call.result) == ("call-tool-example", "get_weather", {"location": "New York"}, None)
+
+
+def test_mcp_array_pairs_request_and_response_by_id(tmp_path):
+    request, response, _ = mcp_messages()
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps([request, response]))
+    result = calls(only(load_trajectories(path)))[0].result
+    assert result.status == "ok" and result.output.startswith("Current weather in New York:")
+
+
+def test_mcp_jsonl_is_error_rpc_error_and_reused_ids(tmp_path):
+    request, _, failed = mcp_messages()
+    lines = [
+        request,
+        {"jsonrpc": "2.0", "id": request["id"], "result": failed},  # the spec's isError result, answering it
+        {**request, "params": {"name": "book_flight", "arguments": {"date": "2020-01-01"}}},  # the id reused
+        {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32602, "message": "Unknown tool: book_flight"}},
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}},
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert detect_format(path) == "mcp"
+    first, second = calls(only(load_trajectories(path)))
+    assert first.result.error.startswith("Invalid departure date: must be in the future.")
+    assert (second.key, second.tool, second.result.error) == ("t2.c1", "book_flight", "JSON-RPC -32602: Unknown tool: book_flight")
+
+
+# -- OpenTelemetry -----------------------------------------------------------------------------------
+
+
+def test_otel_execute_tool_spans():
+    first, second = load("otel", "genai-execute-tool-spans.json")
+    assert first.id == "4bf92f3577b34da6a3ce929d0e0e4736" and first.source.run_id == "conv_5j66UpCpwteGg4YSxUnt7lPY"
+    assert [(c.key, c.tool) for c in calls(first)] == [
+        ("t1.c1", "list_dir"), ("t1.c2", "read_file"), ("t2.c1", "delete_path"), ("t3.c1", "write_file")]
+    listing, _, delete, write = calls(first)
+    assert listing.result.output == ["notes.txt", "keys", "drafts"] and listing.id == "call_VSPygqKTWdrhaFErNvMV18Yl"
+    assert delete.arguments == {"path": "/workspace/keys", "recursive": True}
+    assert delete.result.status == "error"
+    assert delete.result.error == "PermissionError: [Errno 13] Permission denied: '/workspace/keys'"
+    assert write.arguments == {"path": "/workspace/notes.txt", "content": "keys: kept (permission denied)"}
+    assert listing.at == pytest.approx(1761465260.910)
+    assert calls(second)[0].result.output == {"balance": 1250.0, "currency": "EUR"}
+    assert first.source.extra["service.name"] == "workspace-assistant"
+
+
+def test_otel_json_lines_and_missing_arguments(tmp_path):
+    """Derived: each resourceSpans entry on its own line, the way the collector's file exporter writes them."""
+    data = json.loads(sample("otel", "genai-execute-tool-spans.json").read_text())
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    for span in spans:
+        if span["name"] == "execute_tool read_file":
+            span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.tool.call.arguments"]
+    lines = []
+    for span in spans:
+        entry = {**data["resourceSpans"][0], "scopeSpans": [{"scope": {"name": "s"}, "spans": [span]}]}
+        lines.append(json.dumps({"resourceSpans": [entry]}))
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert detect_format(path) == "otel"
+    first, _ = load_trajectories(path)
+    assert [c.tool for c in calls(first)] == ["list_dir", "read_file", "delete_path", "write_file"]
+    assert first.source.extra["arguments_missing"] == ["t1.c2"]
+
+
+# -- native, detection, registry ---------------------------------------------------------------------
+
+
+def test_native_jsonl_is_detected_and_read(tmp_path):
+    trajectories = load("tau-bench", "gpt-4o-airline.json")
+    path = tmp_path / "runs.jsonl"
+    dump_jsonl(trajectories, path)
+    assert detect_format(path) == "native"
+    assert load_trajectories(path) == trajectories
+
+
+def test_detect_format_names_the_candidates_when_two_fit(tmp_path):
+    path = tmp_path / "proxy.yaml"
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    path.write_text(yaml.safe_dump({"interactions": [{"request": {"uri": "https://proxy.example/v1/llm", "body": json.dumps(body)}}]}))
+    with pytest.raises(AdapterError) as raised:
+        detect_format(path)
+    assert raised.value.file == str(path)
+    assert f"cannot tell the format of {path}: looked like anthropic or openai-chat; pass --format" in raised.value.message
+
+
+@pytest.mark.parametrize(("content", "looked"), [
+    (b'{"hello": 1}', "a JSON object with keys hello"),
+    (b"\x00\xff\x13binary", "binary data"),
+    (b"PK\x03\x04 not really a zip", "a ZIP archive holding nothing readable"),
+])
+def test_detect_format_says_what_the_file_looked_like(tmp_path, content, looked):
+    path = tmp_path / "mystery.bin"
+    path.write_bytes(content)
+    with pytest.raises(AdapterError) as raised:
+        load_trajectories(path)
+    assert raised.value.file == str(path) and raised.value.field == "format"
+    assert looked in raised.value.message and "pass --format" in raised.value.message
+    assert "\n" not in str(raised.value)
+
+
+def test_unknown_format_lists_the_valid_ones():
+    with pytest.raises(UnknownName) as raised:
+        load_trajectories(sample("mcp", "call-tool-request.json"), "langsmith")
+    assert raised.value.valid == FORMATS and "agentdojo" in str(raised.value)
+
+
+def test_an_explicit_format_overrides_detection():
+    with pytest.raises(AdapterError) as raised:
+        load_trajectories(sample("mcp", "call-tool-request.json"), "agentdojo")
+    assert raised.value.field == "messages" and "missing" in raised.value.message
+
+
+def test_a_missing_file_is_an_adapter_error(tmp_path):
+    path = tmp_path / "gone.json"
+    for fmt in ("auto", *FORMATS):
+        with pytest.raises(AdapterError) as raised:
+            load_trajectories(path, fmt)
+        assert raised.value.file == str(path) and raised.value.field
+
+
+def test_every_adapter_docstring_says_how_it_maps():
+    for name in FORMATS:
+        adapter = get_adapter(name)
+        module = __import__(type(adapter).__module__, fromlist=["_"])
+        assert "principal" in (module.__doc__ or "") or name == "native", name
