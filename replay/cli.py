@@ -13,16 +13,30 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.progress import ProgressColumn
+from rich.text import Text
 
 from litmus_replay.envs import RuntimeUnavailable
-from litmus_replay.envs.runtime import UnknownRuntime, get_runtime, runtime_names
+from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names
 
 from . import __version__
-from .engine import Replayer, TrajectoryReplay
-from .errors import InputError
+from .errors import InputError, UnknownName
 from .model import json_schema
-from .report import print_run_summary, print_trajectory, run_document, write_json
-from .scenario import Scenario, find_scenarios, load_scenario
+from .report import (
+    graph_document,
+    markdown_report,
+    print_revalidation,
+    print_run_summary,
+    print_trajectory,
+    run_document,
+    to_dot,
+    to_graphml,
+    trajectory_html,
+    write_html_dir,
+    write_json,
+)
+from .report.atomic import write_atomic
+from .runner import Batch, ScenarioRun, iter_scenario_runs
 
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
@@ -38,6 +52,14 @@ def _console() -> Console:
     if not console.is_terminal:
         console = Console(highlight=False, width=160)
     return console
+
+
+class _RateColumn(ProgressColumn):
+    """Runs per second, for the progress bar."""
+
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:.1f} runs/s" if speed else "– runs/s", style="progress.data.speed")
 
 
 def _runtime_option(func):
@@ -57,59 +79,66 @@ def main() -> None:
     as a (proposal, commit) pair."""
 
 
-def _replay_scenarios(paths: tuple[str, ...], runtime: str) -> tuple[list[tuple[Scenario, TrajectoryReplay, list[str]]], list[str]]:
-    """Load and replay every scenario; collect bad input as one-line errors instead of stopping."""
-    errors: list[str] = []
+def _open_runtime(runtime: str) -> Runtime:
     try:
-        files = find_scenarios(list(paths))
-        real_runtime = get_runtime(runtime)
-    except InputError as exc:
-        _fail(exc.line())
-        return [], [exc.line()]
+        return get_runtime(runtime)
     except (UnknownRuntime, RuntimeUnavailable) as exc:
         _fail(f"--runtime: {exc}")
-        return [], [f"--runtime: {exc}"]
-    done = []
-    with real_runtime:
-        for file in files:
-            try:
-                scenario = load_scenario(file)
-            except InputError as exc:
-                errors.append(exc.line())
-                _fail(exc.line())
-                continue
-            replayer = Replayer(scenario.policy, real_runtime=real_runtime)
-            for trajectory in scenario.trajectories:
-                result = replayer.replay(trajectory, scenario.spec.world, scenario.name)
-                classes = {call.key: call.pair.cls for call in result.calls}
-                reasons = {call.key: call.pair.reason for call in result.calls}
-                problems = scenario.check(classes, reasons, result.revalidation.revalidated)
-                done.append((scenario, result, problems))
-    return done, errors
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _replay(paths: tuple[str, ...], runtime: str, on_run=None) -> Batch:
+    """Replay every scenario, printing each error line as it happens."""
+    batch = Batch()
+    with _open_runtime(runtime) as real_runtime:
+        reported = 0
+        for run in iter_scenario_runs(paths, real_runtime, batch):
+            for error in batch.errors[reported:]:
+                _fail(error)
+            reported = len(batch.errors)
+            if on_run is not None:
+                on_run(run)
+        for error in batch.errors[reported:]:
+            _fail(error)
+    return batch
 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the whole result as JSON here.")
+@click.option("--html", "html_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Write one HTML page per trajectory, and an index.html, into this directory.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the run as one Markdown document here.")
 @_runtime_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
-def run(paths: tuple[str, ...], json_path: str | None, runtime: str, quiet: bool) -> None:
+def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, markdown_path: str | None, runtime: str,
+        quiet: bool) -> None:
     """Replay scenario files (or directories of them) and print each call's pair."""
     console = _console()
-    done, errors = _replay_scenarios(paths, runtime)
-    checks = {}
-    for scenario, result, problems in done:
+
+    def show(run: ScenarioRun) -> None:
         if not quiet:
-            print_trajectory(console, result, problems if scenario.spec.expect else None)
-        if scenario.spec.expect:
-            checks[f"{scenario.name}/{result.trajectory.id}"] = problems
-    failed = sum(1 for problems in checks.values() if problems)
-    print_run_summary(console, [r for _, r, _ in done], failed, len(checks), len(errors))
-    if json_path:
-        write_json(run_document([r for _, r, _ in done], errors, checks), json_path)
-    if errors:
+            print_trajectory(console, run.result, run.problems if run.scenario.spec.expect else None, run.findings)
+
+    batch = _replay(paths, runtime, show)
+    results = [run.result for run in batch.runs]
+    print_run_summary(console, results, len(batch.failed), len(batch.checked), len(batch.errors))
+    reports = [
+        (json_path, lambda path: write_json(run_document(batch.runs, batch.errors), path)),
+        (markdown_path, lambda path: write_atomic(path, markdown_report(batch.runs, batch.errors))),
+        (html_dir, lambda path: write_html_dir(batch.runs, path, batch.errors)),
+    ]
+    for path, write in reports:
+        if path:
+            try:
+                write(path)
+            except OSError as exc:
+                _fail(f"{path}: cannot write the report: {exc.strerror or exc}")
+                sys.exit(EXIT_BAD_INPUT)
+    if batch.errors:
         sys.exit(EXIT_BAD_INPUT)
-    if failed:
+    if batch.failed:
         sys.exit(EXIT_MISMATCH)
 
 
@@ -118,21 +147,114 @@ def run(paths: tuple[str, ...], json_path: str | None, runtime: str, quiet: bool
 @_runtime_option
 def check(paths: tuple[str, ...], runtime: str) -> None:
     """Validate scenarios and replay them against their expected classes; exit 1 on a mismatch."""
-    done, errors = _replay_scenarios(paths, runtime)
-    failed = 0
-    for scenario, result, problems in done:
-        label = f"{scenario.path}: {scenario.name}/{result.trajectory.id}"
-        if not scenario.spec.expect:
-            click.echo(f"{label}: ok (no expectations) — {result.revalidation.revalidated.value}")
-        elif problems:
-            failed += 1
-            click.echo(f"{label}: FAILED — " + "; ".join(problems))
+
+    def show(run: ScenarioRun) -> None:
+        label = f"{run.scenario.path}: {run.label}"
+        revalidated = run.result.revalidation.revalidated.value
+        if not run.scenario.spec.expect:
+            click.echo(f"{label}: ok (no expectations) — {revalidated}")
+        elif run.problems:
+            click.echo(f"{label}: FAILED — " + "; ".join(run.problems))
         else:
-            click.echo(f"{label}: ok — {result.revalidation.revalidated.value}")
-    if errors:
+            click.echo(f"{label}: ok — {revalidated}")
+
+    batch = _replay(paths, runtime, show)
+    if batch.errors:
         sys.exit(EXIT_BAD_INPUT)
-    if failed:
+    if batch.failed:
         sys.exit(EXIT_MISMATCH)
+
+
+GRAPH_FORMATS = {
+    "json": lambda run: json.dumps(graph_document(run.graph), indent=2) + "\n",
+    "dot": lambda run: to_dot(run.graph),
+    "graphml": lambda run: to_graphml(run.graph),
+    "html": trajectory_html,
+}
+
+
+@main.command()
+@click.argument("scenario", type=click.Path())
+@click.option("--format", "fmt", default="json", show_default=True, metavar="|".join(GRAPH_FORMATS),
+              help="What to write: the graph as JSON, Graphviz DOT or GraphML, or the trajectory's HTML page.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@_runtime_option
+@click.option("--trajectory", "trajectory_id", metavar="ID", help="Which trajectory, when the scenario holds several.")
+def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_id: str | None) -> None:
+    """Replay one scenario and write the causal graph of one of its trajectories."""
+    if fmt not in GRAPH_FORMATS:
+        _fail(f"--format: unknown format {fmt!r}; choose one of: {', '.join(GRAPH_FORMATS)}")
+        sys.exit(EXIT_BAD_INPUT)
+    batch = _replay((scenario,), runtime)
+    if batch.errors:
+        sys.exit(EXIT_BAD_INPUT)
+    runs = batch.runs
+    if trajectory_id is not None:
+        runs = [run for run in runs if trajectory_id in (run.result.trajectory.id, run.label)]
+        if not runs:
+            valid = ", ".join(run.result.trajectory.id for run in batch.runs) or "none"
+            _fail(f"{scenario}: --trajectory: no trajectory {trajectory_id!r}; choose one of: {valid}")
+            sys.exit(EXIT_BAD_INPUT)
+    if not runs:
+        _fail(f"{scenario}: no trajectory to draw")
+        sys.exit(EXIT_BAD_INPUT)
+    chosen = runs[0]
+    if len(runs) > 1:
+        click.echo(f"litmus-replay: {scenario} holds {len(runs)} trajectories; drawing {chosen.label} "
+                   f"(choose with --trajectory: {', '.join(run.result.trajectory.id for run in runs)})", err=True)
+    text = GRAPH_FORMATS[fmt](chosen)
+    if output:
+        try:
+            write_atomic(output, text)
+        except OSError as exc:
+            _fail(f"{output}: cannot write the graph: {exc.strerror or exc}")
+            sys.exit(EXIT_BAD_INPUT)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option("--worlds", "worlds_dir", required=True, type=click.Path(), help="Directory of world files, by task.")
+@click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of the runs.")
+@_runtime_option
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
+@click.option("--no-reports", is_flag=True, help="Skip the per-run HTML reports.")
+def revalidate(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, jobs: int, executor: str,
+               scheduler: str | None, out_dir: str, no_reports: bool) -> None:
+    """Re-validate historical runs against their tasks' worlds: the original verdict beside the
+    re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from . import batch
+
+    console = _console()
+    bar = Progress(TextColumn("revalidating"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+    task = bar.add_task("runs", total=None)
+    hooks = batch.Progress(
+        start=lambda total, done: bar.update(task, total=total, completed=done),
+        advance=lambda line: bar.advance(task),
+    )
+    _open_runtime(runtime).close()  # say now, in one line, if the runtime cannot run here
+    try:
+        with bar:
+            summary = batch.revalidate(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
+                                       scheduler=scheduler, reports=not no_reports, progress=hooks)
+    except InputError as exc:
+        _fail(exc.line())
+        sys.exit(EXIT_BAD_INPUT)
+    except (UnknownName, ValueError) as exc:
+        _fail(str(exc))
+        sys.exit(EXIT_BAD_INPUT)
+    print_revalidation(console, summary)
+    for error in summary["input_errors"]:
+        _fail(error)
+    if summary["input_errors"] or summary["input_error"]:
+        sys.exit(EXIT_BAD_INPUT)
 
 
 @main.command()
@@ -144,6 +266,26 @@ def schema(output: str | None) -> None:
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+
+
+@main.group()
+def image() -> None:
+    """The container image the docker runtime runs worlds in."""
+
+
+@image.command("build")
+@click.option("--offline", is_flag=True,
+              help="No image registry: debootstrap python3 from apt's configured mirror, then docker import.")
+@click.option("--tag", metavar="T", help="Image tag (default: litmus-replay-env:<version>-<hash of the envs code>).")
+def image_build(offline: bool, tag: str | None) -> None:
+    """Build the env image (progress on stderr, the tag on stdout)."""
+    from litmus_replay.envs.runtimes.image import build
+
+    try:
+        click.echo(build(tag=tag, offline=offline))
+    except RuntimeUnavailable as exc:
+        _fail(str(exc))
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -170,7 +170,7 @@ def find_scenarios(paths: list[str | Path]) -> list[Path]:
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     file = str(path)
-    data = _read_yaml(path)
+    data = read_yaml(path)
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
@@ -178,14 +178,14 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(file, field, message) from None
     policy = Policy.compile(spec.policy, file)
     trajectories = _trajectories(spec, path)
-    tools = _validate_world(spec.world, file)
+    tools = validate_world(spec.world, file)
     for trajectory in trajectories:
         _validate_tools(trajectory, tools, file, isinstance(spec.trajectory, Trajectory))
     _validate_expectation(spec, trajectories, file)
     return Scenario(path, spec, policy, trajectories)
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -227,7 +227,7 @@ def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
     return trajectories
 
 
-def _validate_world(world: dict[str, Any], file: str) -> set[str]:
+def validate_world(world: dict[str, Any], file: str) -> set[str]:
     """Build the stub world once: it checks every section the replay will use; returns the tool names."""
     try:
         with World(world, "stub") as stub:

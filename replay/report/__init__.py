@@ -5,7 +5,7 @@ from .html import IndexEntry, index_html, page_name, trajectory_html, write_html
 from .json_report import REPORT_VERSION, Analysed, analysed, run_document, trajectory_document, write_json
 from .markdown import markdown_report
 from .schema import committed_report_schema, report_schema
-from .terminal import print_run_summary, print_trajectory
+from .terminal import print_revalidation, print_run_summary, print_trajectory
 
 __all__ = [
     "REPORT_VERSION",
@@ -17,6 +17,7 @@ __all__ = [
     "index_html",
     "markdown_report",
     "page_name",
+    "print_revalidation",
     "print_run_summary",
     "print_trajectory",
     "report_schema",

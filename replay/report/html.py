@@ -297,3 +297,33 @@ def write_html_dir(runs: Iterable[RunLike], directory: str | Path, errors: Seque
     write_atomic(directory / "index.html", index_html(entries, errors))
     written.append(directory / "index.html")
     return written
+
+
+def batch_index_html(lines: Sequence[dict], summary: dict) -> str:
+    """The index of a re-validation batch: the table of original verdicts against re-validated classes,
+    then one row per run linking its report."""
+    columns = sorted({col for row in summary["table"].values() for col in row})
+    table_head = "".join(f"<th>{escape(col)}</th>" for col in ["original verdict", *columns])
+    table_rows = "".join(
+        f"<tr><td>{escape(row)}</td>" + "".join(f"<td>{cols.get(col, 0)}</td>" for col in columns) + "</tr>"
+        for row, cols in summary["table"].items()
+    )
+    rows = []
+    for line in lines:
+        label = escape(line["run"])
+        link = f'<a href="{escape(line["report"], quote=True)}">{label}</a>' if line.get("report") else label
+        outcome = line.get("revalidated") or line["status"]
+        rows.append(
+            f'<tr><td class="mono">{link}</td><td>{escape(str(line.get("task") or ""))}</td>'
+            f'<td>{escape(str(line.get("original") or "none"))}</td><td>{_pill(outcome) if line.get("revalidated") else escape(outcome)}</td>'
+            f'<td>{escape(str(line.get("finding") or line.get("error") or ""))}</td></tr>'
+        )
+    over, under = len(summary["over_penalised"]), len(summary["under_penalised"])
+    body = (
+        f"<h1>litmus-replay revalidate</h1>\n<p class=\"sub\">{summary['runs']} runs · {over} over-penalised · "
+        f"{under} under-penalised</p>\n"
+        f'<table class="runs"><thead><tr>{table_head}</tr></thead><tbody>{table_rows}</tbody></table>\n'
+        '<h2>Runs</h2><table class="runs"><thead><tr><th>run</th><th>task</th><th>original verdict</th>'
+        f'<th>re-validated</th><th>finding</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+    return _page("litmus-replay · revalidate", body)

@@ -87,3 +87,22 @@ def print_run_summary(console: Console, results: list[TrajectoryReplay], failed:
     if errors:
         parts.append(f"{errors} input error{'s' if errors != 1 else ''}")
     console.print(" · ".join(parts))
+
+
+def print_revalidation(console: Console, summary: dict) -> None:
+    """The re-validation table: original verdicts (rows) against re-validated classes (columns)."""
+    columns = [c for c in (*(cls.value for cls in PairClass), "missing_world", "harness_error", "input_error")
+               if any(c in row for row in summary["table"].values())]
+    table = Table(title=f"re-validation of {summary['runs']} runs", title_justify="left")
+    table.add_column("original verdict")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for original, row in summary["table"].items():
+        table.add_row(original, *(str(row.get(column, 0)) for column in columns))
+    console.print(table)
+    console.print(
+        f"over-penalised (original misuse, environment refused): {len(summary['over_penalised'])} · "
+        f"under-penalised (original safe, commit-only misuse): {len(summary['under_penalised'])}"
+        + (f" · missing world: {len(summary['missing_world'])}" if summary["missing_world"] else "")
+        + (f" · harness errors: {len(summary['harness_error'])}" if summary["harness_error"] else "")
+    )

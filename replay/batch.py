@@ -1,0 +1,344 @@
+"""Re-validating historical runs in bulk: every run replayed against its task's world, one JSON line per
+run appended to ``results.jsonl`` as it finishes, resumable after any interruption.
+
+Resuming: lines already written are kept (a torn last line from a killed process is cut off), their runs
+are skipped, and when the batch ends the file is rewritten atomically in discovery order — so an
+interrupted batch, re-run, ends with exactly the results of an uninterrupted one: no run twice, none
+missing. Lines hold no timings, so results are byte-for-byte repeatable.
+
+Executors: a local process pool (the default), or a Dask distributed cluster; each worker process opens
+its own runtime once and reuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from litmus_replay.adapters import load_trajectories
+from litmus_replay.envs.runtime import Runtime, get_runtime
+
+from .detectors import run_detectors
+from .engine import Replayer
+from .errors import InputError, UnknownName
+from .graph import build_graph
+from .model import Trajectory
+from .report.atomic import write_atomic
+from .report.html import batch_index_html, trajectory_html
+from .scoring import PairClass
+from .worlds import TaskWorld, load_worlds
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+RUN_SUFFIXES = (".json", ".jsonl", ".eval", ".yaml", ".yml")
+SUMMARY_VERSION = 1
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One trajectory to re-validate, with a stable id and its place in discovery order."""
+
+    run_id: str
+    order: int
+    file: str
+    trajectory: Trajectory
+
+
+@dataclass
+class Discovery:
+    runs: list[Run] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _run_files(paths: Iterable[str | Path]) -> Iterator[Path | str]:
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RUN_SUFFIXES)
+        elif path.is_file():
+            yield path
+        else:
+            yield f"{path}: no such file or directory"
+
+
+def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
+    """Every run in the given files and directories; a file that cannot be read is one error line."""
+    found = Discovery()
+    seen: Counter[str] = Counter()
+    for item in _run_files(paths):
+        if isinstance(item, str):
+            found.errors.append(item)
+            continue
+        try:
+            trajectories = load_trajectories(item, fmt)
+        except (InputError, UnknownName) as exc:
+            found.errors.append(exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
+            continue
+        for trajectory in trajectories:
+            seen[trajectory.id] += 1
+            run_id = trajectory.id if seen[trajectory.id] == 1 else f"{trajectory.id}#{seen[trajectory.id]}"
+            found.runs.append(Run(run_id, len(found.runs), str(item), trajectory))
+    return found
+
+
+# --- the work one worker does -------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_state(worlds_dir: str, runtime: str) -> dict[str, Any]:
+    """This process's worlds and runtime, opened on first use and kept for every later run."""
+    key = (worlds_dir, runtime)
+    if _WORKER.get("key") != key:
+        close_worker()
+        _WORKER.update(key=key, worlds=load_worlds(worlds_dir), runtime=get_runtime(runtime))
+    return _WORKER
+
+
+def close_worker() -> None:
+    """Close this process's runtime (the pool's worker processes end with theirs)."""
+    runtime = _WORKER.pop("runtime", None)
+    _WORKER.clear()
+    if runtime is not None:
+        runtime.close()
+
+
+def replay_runs(runs: list[Run], worlds_dir: str, runtime: str, out_dir: str | None) -> list[dict[str, Any]]:
+    """Re-validate a chunk of runs in this process; one result line per run, never an exception.
+
+    With ``out_dir``, each replayed run's HTML report is written under ``out_dir/reports/``.
+    """
+    state = _worker_state(worlds_dir, runtime)
+    return [_replay_one(run, state["worlds"], state["runtime"], out_dir) for run in runs]
+
+
+def _base_line(run: Run) -> dict[str, Any]:
+    verdict = run.trajectory.original_verdict
+    return {
+        "run": run.run_id,
+        "file": run.file,
+        "trajectory": run.trajectory.id,
+        "task": run.trajectory.task,
+        "original": verdict.label if verdict else None,
+    }
+
+
+def _replay_one(run: Run, worlds: dict[str, TaskWorld], runtime: Runtime, out_dir: str | None) -> dict[str, Any]:
+    line = _base_line(run)
+    world = worlds.get(run.trajectory.task or "")
+    if world is None:
+        return {**line, "status": "missing_world", "error": f"no world for task {run.trajectory.task!r}"}
+    unknown = sorted({call.tool for _, call in run.trajectory.calls()} - world.tools)
+    if unknown:
+        return {**line, "status": "input_error", "error": f"tools unknown to the world of {world.task!r}: {', '.join(unknown)}"}
+    try:
+        result = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.task)
+        graph = build_graph(result)
+        findings = run_detectors(graph, result)
+    except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
+        return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
+    report = None
+    if out_dir is not None:
+        report = f"reports/{_safe_name(run.run_id)}.html"
+        write_atomic(Path(out_dir) / report, trajectory_html((result, graph, findings)))
+    revalidation = result.revalidation
+    return {
+        **line,
+        "status": "ok",
+        "revalidated": revalidation.revalidated.value,
+        "finding": revalidation.finding,
+        "calls": len(result.calls),
+        "classes": dict(sorted(Counter(call.pair.cls.value for call in result.calls).items())),
+        "critical": {key: cls.value for key, cls in revalidation.critical.items()},
+        "findings": sorted(Counter(f.kind for f in findings).items()),
+        "harness_errors": sum(1 for call in result.calls if call.harness_error),
+        "report": report,
+    }
+
+
+def _safe_name(run_id: str) -> str:
+    """A report file name from a run id (recorded content: no separators, no leading dot)."""
+    return _UNSAFE.sub("-", run_id).strip("-.")[:150] or "run"
+
+
+# --- results.jsonl: append as we go, resume, finish in order -------------------------------------
+
+
+def read_results(path: Path) -> dict[str, dict[str, Any]]:
+    """The complete lines of an existing results file, by run id; a torn last line is cut off the file."""
+    if not path.exists():
+        return {}
+    data = path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    if len(complete) != len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(len(complete))
+    done: dict[str, dict[str, Any]] = {}
+    for raw in complete.splitlines():
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(line, dict) and isinstance(line.get("run"), str):
+            done[line["run"]] = line
+    return done
+
+
+class ResultsFile:
+    """Appends one line per finished run; each line goes down in a single write, then is synced."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, line: dict[str, Any]) -> None:
+        os.write(self.fd, (json.dumps(line, sort_keys=True) + "\n").encode("utf-8"))
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def finish_results(path: Path, lines: dict[str, dict[str, Any]], order: dict[str, int]) -> None:
+    """Rewrite the results in discovery order, atomically: the same batch always ends with the same file."""
+    ordered = sorted(lines.values(), key=lambda line: (order.get(line["run"], len(order)), line["run"]))
+    write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in ordered))
+
+
+# --- the summary --------------------------------------------------------------------------------
+
+
+def summarise(lines: Iterable[dict[str, Any]], input_errors: list[str]) -> dict[str, Any]:
+    """The re-validation table (original verdict x re-validated class) and the run ids that matter."""
+    lines = list(lines)
+    table: dict[str, dict[str, int]] = {}
+    for line in lines:
+        column = line.get("revalidated") or line["status"]
+        row = table.setdefault(line.get("original") or "none", {})
+        row[column] = row.get(column, 0) + 1
+    by = lambda key, value: sorted(line["run"] for line in lines if line.get(key) == value)  # noqa: E731
+    return {
+        "summary": "litmus-replay.revalidate",
+        "version": SUMMARY_VERSION,
+        "runs": len(lines),
+        "table": {row: dict(sorted(cols.items())) for row, cols in sorted(table.items())},
+        "over_penalised": by("finding", "over_penalised"),
+        "under_penalised": by("finding", "under_penalised"),
+        "missing_world": by("status", "missing_world"),
+        "harness_error": by("status", "harness_error"),
+        "input_error": by("status", "input_error"),
+        "input_errors": input_errors,
+    }
+
+
+TABLE_COLUMNS = [cls.value for cls in PairClass] + ["missing_world", "harness_error", "input_error"]
+
+
+# --- executors ----------------------------------------------------------------------------------
+
+def _chunks(runs: list[Run], size: int) -> list[list[Run]]:
+    return [runs[i : i + size] for i in range(0, len(runs), size)]
+
+
+def execute_local(runs: list[Run], jobs: int, work: Callable[[list[Run]], list[dict[str, Any]]],
+                  on_line: Callable[[dict[str, Any]], None], chunk: int) -> None:
+    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes."""
+    if jobs <= 1:
+        for part in _chunks(runs, chunk):
+            for line in work(part):
+                on_line(line)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending = {pool.submit(work, part) for part in _chunks(runs, chunk)}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                for line in future.result():
+                    on_line(line)
+
+
+def execute_dask(runs: list[Run], scheduler: str, work: Callable[[list[Run]], list[dict[str, Any]]],
+                 on_line: Callable[[dict[str, Any]], None], chunk: int) -> None:
+    """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks."""
+    from dask.distributed import Client, as_completed  # optional dependency: the `dask` extra
+
+    with Client(scheduler) as client:
+        futures = client.map(work, _chunks(runs, chunk), pure=False)
+        for future in as_completed(futures):
+            for line in future.result():
+                on_line(line)
+
+
+# --- the whole batch ----------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """Callbacks a front end can hang a progress bar on."""
+
+    start: Callable[[int, int], None] = lambda total, done: None
+    advance: Callable[[dict[str, Any]], None] = lambda line: None
+
+
+def revalidate(
+    paths: Iterable[str | Path],
+    worlds_dir: str | Path,
+    out: str | Path,
+    *,
+    fmt: str = "auto",
+    runtime: str = "sandbox",
+    jobs: int = 1,
+    executor: str = "local",
+    scheduler: str | None = None,
+    reports: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
+
+    Bad worlds raise :class:`~.errors.ScenarioError` before anything runs; unreadable run files are
+    listed in the summary's ``input_errors`` and the rest goes on.
+    """
+    out = Path(out)
+    progress = progress or Progress()
+    load_worlds(worlds_dir)  # fail fast, in this process, on a bad worlds directory
+    found = discover(paths, fmt)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / RESULTS
+    lines = read_results(results_path)
+    todo = [run for run in found.runs if run.run_id not in lines]
+    progress.start(len(found.runs), len(found.runs) - len(todo))
+    writer = ResultsFile(results_path)
+
+    def on_line(line: dict[str, Any]) -> None:
+        writer.append(line)
+        lines[line["run"]] = line
+        progress.advance(line)
+
+    work = partial(replay_runs, worlds_dir=str(worlds_dir), runtime=runtime, out_dir=str(out) if reports else None)
+    chunk = max(1, min(25, len(todo) // max(1, jobs * 8)))
+    try:
+        if executor == "dask":
+            if not scheduler:
+                raise ValueError("--executor dask needs --scheduler ADDRESS")
+            execute_dask(todo, scheduler, work, on_line, chunk)
+        else:
+            execute_local(todo, jobs, work, on_line, chunk)
+    finally:
+        writer.close()
+        if jobs <= 1 and executor != "dask":
+            close_worker()
+    order = {run.run_id: run.order for run in found.runs}
+    finish_results(results_path, lines, order)
+    ordered = sorted(lines.values(), key=lambda line: (order.get(line["run"], len(order)), line["run"]))
+    summary = summarise(ordered, found.errors)
+    write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    write_atomic(out / "index.html", batch_index_html(ordered, summary))
+    return summary

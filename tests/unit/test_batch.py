@@ -1,0 +1,141 @@
+"""Batch re-validation: results as they go, the summary's over/under-penalised ids, missing worlds and
+harness errors reported (never dropped), resuming after SIGKILL with identical final results, and the
+same batch on a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from litmus_replay.replay import batch
+from litmus_replay.replay.scenario import find_scenarios, load_scenario
+
+PACK = Path(__file__).resolve().parents[2] / "scenarios" / "core"
+
+
+def _make_batch(root: Path, copies: int = 1) -> tuple[Path, Path, dict[str, str]]:
+    """Worlds from the core pack, and runs replaying its trajectories (``copies`` times each)."""
+    worlds, runs = root / "worlds", root / "runs"
+    worlds.mkdir()
+    runs.mkdir()
+    lines, findings = [], {}
+    for path in find_scenarios([PACK]):
+        scenario = load_scenario(path)
+        spec = {"name": scenario.name, "world": scenario.spec.world, "policy": scenario.spec.policy.model_dump()}
+        (worlds / f"{scenario.name}.yaml").write_text(yaml.safe_dump(spec))
+        for copy in range(copies):
+            for trajectory in scenario.trajectories:
+                run_id = f"{scenario.name}-{copy}"
+                lines.append(trajectory.model_copy(update={"task": scenario.name, "id": run_id}).model_dump_json())
+                findings[run_id] = scenario.name
+    (runs / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    return worlds, runs, findings
+
+
+def test_summary_names_exactly_the_over_and_under_penalised_runs(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess")
+    assert summary["over_penalised"] == sorted(f"{name}-0" for name in (
+        "full-balance-transfer-held-at-gate", "idempotent-retry-counted-twice", "mass-delete-refused-403",
+        "rate-limited-transfers-429", "stale-update-refused-409"))
+    assert summary["under_penalised"] == ["ambient-token-updates-another-profile-0", "symlink-followed-out-of-workspace-0"]
+    assert summary["table"]["tool_misuse"]["proposal_only_misuse"] == 5
+    assert json.loads((tmp_path / "out" / "summary.json").read_text()) == summary
+    lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 11 and all(line["status"] == "ok" for line in lines)
+    index = (tmp_path / "out" / "index.html").read_text()
+    assert all(f'href="{line["report"]}"' in index for line in lines)
+    assert all((tmp_path / "out" / line["report"]).exists() for line in lines)
+
+
+def test_a_run_without_a_world_is_reported_not_dropped(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    (worlds / "benign-run.yaml").unlink()
+    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    assert summary["missing_world"] == ["benign-run-0"]
+    assert summary["runs"] == 11
+
+
+def test_a_run_that_crashes_is_a_harness_error_and_the_batch_goes_on(tmp_path, monkeypatch):
+    worlds, runs, _ = _make_batch(tmp_path)
+    original = batch.Replayer.replay
+
+    def crash_one(self, trajectory, world, scenario=None):
+        if trajectory.id == "benign-run-0":
+            raise RuntimeError("world crashed")
+        return original(self, trajectory, world, scenario)
+
+    monkeypatch.setattr(batch.Replayer, "replay", crash_one)
+    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    assert summary["harness_error"] == ["benign-run-0"]
+    assert len(summary["over_penalised"]) == 5
+
+
+def test_an_unreadable_run_file_is_an_input_error_line(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    (runs / "broken.jsonl").write_text('{"id": "x", "principal": ')
+    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    (error,) = summary["input_errors"]
+    assert "broken.jsonl" in error and "\n" not in error
+    assert summary["runs"] == 11
+
+
+def test_a_torn_last_line_is_cut_and_its_run_replayed(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    out = tmp_path / "out"
+    batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    complete = (out / "results.jsonl").read_bytes()
+    lines = complete.splitlines(keepends=True)
+    (out / "results.jsonl").write_bytes(b"".join(lines[:4]) + lines[4][:20])
+    batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    assert (out / "results.jsonl").read_bytes() == complete
+
+
+def _revalidate_command(runs: Path, worlds: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "litmus_replay.replay", "revalidate", str(runs), "--worlds", str(worlds),
+            "--out", str(out), "--runtime", "inprocess", "--jobs", "2", "--no-reports"]
+
+
+def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path, copies=40)
+    reference = tmp_path / "reference"
+    subprocess.run(_revalidate_command(runs, worlds, reference), check=True, capture_output=True, timeout=300)
+    expected = (reference / "results.jsonl").read_bytes()
+    out = tmp_path / "out"
+    rng = random.Random(20261129)
+    kills = 0
+    for _ in range(12):
+        proc = subprocess.Popen(_revalidate_command(runs, worlds, out), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            proc.wait(timeout=rng.uniform(0.6, 2.5))
+            break  # it finished before the kill came
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the batch and its pool's workers
+            proc.wait()
+            kills += 1
+    subprocess.run(_revalidate_command(runs, worlds, out), check=True, capture_output=True, timeout=300)
+    assert kills >= 2, "the batch finished too fast to be interrupted; make it bigger"
+    got = (out / "results.jsonl").read_bytes()
+    ids = [json.loads(line)["run"] for line in got.splitlines()]
+    assert len(ids) == len(set(ids)) == 11 * 40
+    assert got == expected
+
+
+def test_dask_local_cluster_gives_the_same_results(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    worlds, runs, _ = _make_batch(tmp_path, copies=2)
+    local = batch.revalidate([runs], worlds, tmp_path / "local", runtime="inprocess", reports=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        on_dask = batch.revalidate([runs], worlds, tmp_path / "dask", runtime="inprocess", reports=False,
+                                   executor="dask", scheduler=cluster.scheduler_address)
+    assert on_dask == local
+    assert (tmp_path / "dask" / "results.jsonl").read_bytes() == (tmp_path / "local" / "results.jsonl").read_bytes()
