@@ -79,6 +79,7 @@ def runtime_names() -> list[str]:
     global _entry_points_loaded
     if not _entry_points_loaded:
         _entry_points_loaded = True
+        from . import runtimes  # noqa: F401  (registers sandbox, and docker; neither imports a heavy module)
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
             entry.load()
     return sorted(_RUNTIMES)

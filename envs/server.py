@@ -13,6 +13,7 @@ import argparse
 import os
 import platform
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -154,6 +155,12 @@ def serve_socket(host: WorldHost, path: str) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(path)
         os.chmod(path, 0o600)
+        parent = os.stat(os.path.dirname(os.path.abspath(path)))
+        if os.geteuid() == 0 and parent.st_uid != 0:  # in a container: the host user who made the directory connects
+            try:
+                os.chown(path, parent.st_uid, parent.st_gid)
+            except OSError:  # an owner unmapped in this user namespace: leave the socket as it is
+                pass
         server.listen(1)
         while host.running:
             connection, _ = server.accept()
@@ -170,18 +177,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--isolated", action="store_true", help="this process runs in a sandbox or container")
     parser.add_argument("--switch-uid", action="store_true", help="run each real call as the principal's uid")
     args = parser.parse_args(argv)
+    own_root = args.world_root is None
     world_root = args.world_root or Path(tempfile.mkdtemp(prefix="litmus-env-"))
     host = WorldHost(world_root, args.isolated, args.switch_uid)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the clean-up below runs on a polite kill too
     if args.switch_uid:
         os.setgroups([])
-    if args.stdio:
-        # Tool code must never write into the protocol stream: keep the real stdout for replies only.
-        protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-        serve_stream(host, sys.stdin.buffer, protocol_out)
-    else:
-        serve_socket(host, args.socket)
-    host.op_close({})
+    try:
+        if args.stdio:
+            # Tool code must never write into the protocol stream: keep the real stdout for replies only.
+            protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+            os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+            serve_stream(host, sys.stdin.buffer, protocol_out)
+        else:
+            serve_socket(host, args.socket)
+    finally:
+        host.op_close({})
+        if own_root:
+            shutil.rmtree(world_root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -104,9 +104,13 @@ class World:
         }
         self._domains: dict[str, Domain] = {}
         self._clock = 0.0
-        for name in known:
-            if name in spec:
-                self._domain(name)
+        try:
+            for name in known:
+                if name in spec:
+                    self._domain(name)
+        except BaseException:  # a malformed section: leave nothing behind
+            self.close()
+            raise
 
     @property
     def tools(self) -> list[str]:

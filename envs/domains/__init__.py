@@ -1,3 +1,3 @@
 """The built-in domains; importing this package registers them."""
 
-from . import bank, files, profiles, records  # noqa: F401
+from . import bank, files, profiles, records, shell  # noqa: F401

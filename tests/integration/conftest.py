@@ -1,9 +1,19 @@
 """Runtimes under test. A runtime that cannot run here is skipped with its reason — except Docker when
-LITMUS_REQUIRE_DOCKER=1 (as in CI), where a missing engine is a failure, never a silent skip."""
+LITMUS_REQUIRE_DOCKER=1 (as in CI), where a missing engine is a failure, never a silent skip.
+
+When no Docker engine answers but Debian's ``dockerd`` is installed and we are root, the first test that
+asks for the docker runtime starts one (no bridge, no iptables: worlds have no network) and the session
+stops it at the end; the session also fails if any container it labelled is still there.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 
 import pytest
 
@@ -18,9 +28,90 @@ def require_docker() -> bool:
     return os.environ.get("LITMUS_REQUIRE_DOCKER") == "1"
 
 
+_dockerd: subprocess.Popen | None = None
+_dockerd_log: str | None = None
+
+
+def _engine_answers() -> bool:
+    from litmus_replay.envs.runtimes.docker import Engine
+
+    try:
+        Engine.connect(timeout=5).close()
+    except RuntimeUnavailable:
+        return False
+    return True
+
+
+def ensure_dockerd(timeout: float = 60.0) -> None:
+    """Start dockerd for this session if none answers and we can (root, dockerd installed, no DOCKER_HOST)."""
+    global _dockerd, _dockerd_log
+    if _dockerd is not None or _engine_answers():
+        return
+    dockerd = shutil.which("dockerd")
+    if dockerd is None or os.geteuid() != 0 or os.environ.get("DOCKER_HOST"):
+        return
+    fd, _dockerd_log = tempfile.mkstemp(prefix="litmus-dockerd-", suffix=".log")
+    with os.fdopen(fd, "wb") as log:
+        _dockerd = subprocess.Popen([dockerd, "--bridge=none", "--iptables=false"], stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _dockerd.poll() is None and not _engine_answers():
+        time.sleep(0.2)
+
+
+def _stop_dockerd() -> None:
+    global _dockerd
+    if _dockerd is None:
+        return
+    _dockerd.terminate()
+    try:
+        _dockerd.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        _dockerd.kill()
+        _dockerd.wait()
+    _dockerd = None
+    if _dockerd_log:
+        os.unlink(_dockerd_log)
+
+
+def leftover_containers(pid: int | None = None) -> list[str]:
+    """Names of labelled containers still there (of one owner pid, or of any)."""
+    from litmus_replay.envs.runtimes.docker import OWNER, Engine
+
+    try:
+        engine = Engine.connect(timeout=5)
+    except RuntimeUnavailable:
+        return []
+    try:
+        return [c.name for c in engine.labelled(**{OWNER: "" if pid is None else str(pid)})]
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _docker_session():
+    """Stop the dockerd this session started; fail the session if it left a labelled container."""
+    yield
+    try:
+        used = "litmus_replay.envs.runtimes.docker" in sys.modules  # no docker test ran: nothing to check
+        left = leftover_containers(os.getpid()) if used else []
+        if left:
+            from litmus_replay.envs.runtimes.docker import Engine
+
+            engine = Engine.connect()
+            for name in left:
+                engine.remove(name)
+            engine.close()
+            pytest.fail(f"the test session left docker containers behind: {', '.join(left)}")
+    finally:
+        _stop_dockerd()
+
+
 def open_runtime(name: str, **options) -> Runtime:
     """Instantiate a runtime or skip (fail, for Docker under LITMUS_REQUIRE_DOCKER=1) with the reason."""
     must = name == "docker" and require_docker()
+    if name == "docker" and name in runtime_names():
+        ensure_dockerd()
     if name not in runtime_names():
         (pytest.fail if must else pytest.skip)(f"runtime {name!r} is not registered")
     try:
@@ -29,6 +120,18 @@ def open_runtime(name: str, **options) -> Runtime:
         if must:
             pytest.fail(f"LITMUS_REQUIRE_DOCKER=1 but the docker runtime is unavailable: {exc}")
         pytest.skip(f"runtime {name!r} unavailable here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def runtime_opener():
+    """:func:`open_runtime`, for test modules (conftest is not importable by name)."""
+    return open_runtime
+
+
+@pytest.fixture(scope="session")
+def docker_leftovers():
+    """:func:`leftover_containers`, for test modules."""
+    return leftover_containers
 
 
 @pytest.fixture(scope="module", params=ISOLATED_RUNTIMES)

@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,27 +105,34 @@ def _revalidate_command(runs: Path, worlds: Path, out: Path) -> list[str]:
             "--out", str(out), "--runtime", "inprocess", "--jobs", "2", "--no-reports"]
 
 
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
 def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path, copies=40)
     reference = tmp_path / "reference"
     subprocess.run(_revalidate_command(runs, worlds, reference), check=True, capture_output=True, timeout=300)
     expected = (reference / "results.jsonl").read_bytes()
     out = tmp_path / "out"
+    results = out / "results.jsonl"
     rng = random.Random(20261129)
     kills = 0
-    for _ in range(12):
+    while kills < 5:
+        # Kill once a random number of further runs has been written: a point mid-batch, whatever the speed.
+        target = _lines(results) + rng.randint(5, 60)
         proc = subprocess.Popen(_revalidate_command(runs, worlds, out), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            proc.wait(timeout=rng.uniform(0.6, 2.5))
-            break  # it finished before the kill came
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the batch and its pool's workers
-            proc.wait()
-            kills += 1
+        while proc.poll() is None and _lines(results) < target:
+            time.sleep(0.005)
+        if proc.poll() is not None:
+            break  # it finished first
+        os.killpg(proc.pid, signal.SIGKILL)  # the batch and its pool's workers, mid-write or not
+        proc.wait()
+        kills += 1
     subprocess.run(_revalidate_command(runs, worlds, out), check=True, capture_output=True, timeout=300)
-    assert kills >= 2, "the batch finished too fast to be interrupted; make it bigger"
-    got = (out / "results.jsonl").read_bytes()
+    assert kills == 5, "the batch finished before it could be interrupted five times; make it bigger"
+    got = results.read_bytes()
     ids = [json.loads(line)["run"] for line in got.splitlines()]
     assert len(ids) == len(set(ids)) == 11 * 40
     assert got == expected

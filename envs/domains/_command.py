@@ -1,0 +1,351 @@
+"""Running one recorded command as a principal: bounded in time, output, memory and processes, and
+leaving nothing behind.
+
+Only the shell domain's real semantics use this, and only in an isolated world (a sandbox or a container),
+where the env server runs as root of its namespace: the child takes the principal's uid fully
+(``setresuid``, no supplementary groups) before it execs, so the kernel decides what the command may touch.
+When the command ends, times out or floods its output, everything still running as that uid is killed
+(a helper process that becomes the principal and ``kill(-1, SIGKILL)``s until nothing answers), and the
+server — a child subreaper — reaps every descendant before it answers, so no background process or fork
+bomb outlives the call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import resource
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+
+KEEP = 64 * 1024  # bytes of each stream kept in the outcome; the rest is read and discarded
+HARD_CAP = 8 * 1024 * 1024  # bytes of output (both streams) after which the command is killed
+EVIDENCE_FD = 62  # where the shell prelude reports swallowed errors
+EVIDENCE_CAP = 64 * 1024
+REAP_GRACE = 2.0  # s to kill and reap what a command left behind
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process rlimits of a command (``cpu`` is derived from the call's timeout)."""
+
+    processes: int = 64
+    memory: int = 512 * 1024 * 1024
+    file_size: int = 16 * 1024 * 1024
+    open_files: int = 256
+
+
+@dataclass(frozen=True)
+class Command:
+    executable: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    timeout: float
+    uid: int | None = None  # None: run as the server's own uid (no switching possible)
+    gid: int | None = None
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass
+class Result:
+    exit_code: int
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    truncated: bool
+    timed_out: bool
+    overflowed: bool
+    evidence: list[str]
+    leftovers: int  # processes still there after the command's own process ended (killed)
+    elapsed: float
+
+
+class SpawnError(OSError):
+    """The command could not start: ``stage`` says where (``chdir`` or ``exec``)."""
+
+    def __init__(self, code: int, stage: str):
+        super().__init__(code, os.strerror(code))
+        self.stage = stage
+
+
+def become_subreaper() -> bool:
+    """Orphans of our commands reparent to us, so we can reap (and count) every one of them."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def run(command: Command) -> Result:
+    """Run a command to completion, timeout or output overflow, then kill and reap all it left."""
+    started = time.monotonic()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    ev_r, ev_w = os.pipe()
+    exec_r, exec_w = os.pipe2(os.O_CLOEXEC)
+    child_fds = {1: out_w, 2: err_w, EVIDENCE_FD: ev_w}
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (the child execs or exits)
+        _child(command, child_fds, exec_w)
+    for fd in (out_w, err_w, ev_w, exec_w):
+        os.close(fd)
+    try:
+        failure = _read_all(exec_r)
+    finally:
+        os.close(exec_r)
+    if failure:
+        os.waitpid(pid, 0)
+        for fd in (out_r, err_r, ev_r):
+            os.close(fd)
+        stage, _, code = failure.decode().partition(":")
+        raise SpawnError(int(code or errno.EIO), stage)
+    watch = _Watch(pid, {out_r: "stdout", err_r: "stderr", ev_r: "evidence"})
+    try:
+        watch.until(started + command.timeout)
+        leftovers = _kill_and_reap(command, watch)
+        watch.drain(time.monotonic() + 0.5)
+    finally:
+        watch.close()
+    status = watch.status if watch.status is not None else 0
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    exit_code = 128 + sig if sig is not None else os.waitstatus_to_exitcode(status)
+    evidence = watch.kept["evidence"].decode("utf-8", "replace").splitlines()
+    return Result(
+        exit_code=exit_code,
+        signal=sig,
+        stdout=bytes(watch.kept["stdout"]),
+        stderr=bytes(watch.kept["stderr"]),
+        truncated=watch.truncated,
+        timed_out=watch.timed_out,
+        overflowed=watch.overflowed,
+        evidence=[line for line in evidence if line.strip()],
+        leftovers=leftovers,
+        elapsed=time.monotonic() - started,
+    )
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 4096):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragma: no cover
+    """In the forked child: become the principal, bound the process, exec. Never returns."""
+    stage, report = "setup", exec_w
+    try:
+        os.setsid()
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE/SIGXFSZ; exec keeps ignored ones
+        # Move every descriptor out of the way first, so placing one never clobbers another.
+        high = {target: fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, 100) for target, source in fds.items()}
+        report = fcntl.fcntl(exec_w, fcntl.F_DUPFD_CLOEXEC, 100)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        for target, source in high.items():
+            os.dup2(source, target)
+        start = 0
+        for fd in sorted({0, report, *fds}):
+            if start < fd:  # closerange(n, n) would close everything (CPython passes n - 1 on)
+                os.closerange(start, fd)
+            start = fd + 1
+        os.closerange(start, max(start + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+        if command.uid is not None and command.gid is not None:
+            os.setgroups([])
+            os.setresgid(command.gid, command.gid, command.gid)
+            os.setresuid(command.uid, command.uid, command.uid)
+        stage = "chdir"
+        os.chdir(command.cwd)  # as the principal: the kernel decides whether it may
+        stage = "setup"
+        cpu = int(command.timeout) + 2
+        limits = command.limits
+        for res, value in ((resource.RLIMIT_NPROC, limits.processes), (resource.RLIMIT_AS, limits.memory),
+                           (resource.RLIMIT_FSIZE, limits.file_size), (resource.RLIMIT_NOFILE, limits.open_files),
+                           (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0)):
+            soft, hard = resource.getrlimit(res)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(res, (value, value))
+        os.umask(0o022)
+        stage = "exec"
+        os.execve(command.executable, command.argv, command.env)
+    except OSError as exc:
+        _report(report, f"{stage}:{exc.errno or errno.EIO}")
+    except BaseException:
+        _report(report, f"{stage}:{errno.EIO}")
+    os._exit(127)
+
+
+def _report(fd: int, message: str) -> None:  # pragma: no cover
+    try:
+        os.write(fd, message.encode())
+    except OSError:
+        pass
+
+
+class _Watch:
+    """The command's main process and its output pipes, read with ``select`` until a deadline."""
+
+    def __init__(self, pid: int, streams: dict[int, str]):
+        self.pid = pid
+        self.streams = dict(streams)
+        self.kept = {name: bytearray() for name in streams.values()}
+        self.total = 0
+        self.status: int | None = None
+        self.truncated = self.timed_out = self.overflowed = False
+        try:
+            self.pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def until(self, deadline: float) -> None:
+        """Read output until the main process exits, the deadline passes or the output overflows."""
+        while self.status is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.timed_out = True
+                return
+            waits = list(self.streams) + ([self.pidfd] if self.pidfd is not None else [])
+            ready, _, _ = select.select(waits, [], [], remaining if self.pidfd is not None else min(remaining, 0.02))
+            for fd in ready:
+                if fd != self.pidfd:
+                    self._read(fd)
+                    if self.overflowed:
+                        return
+            self._poll()
+
+    def _poll(self) -> None:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+
+    def reaped(self, pid: int, status: int) -> None:
+        if pid == self.pid:
+            self.status = status
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            os.close(fd)
+            del self.streams[fd]
+            return
+        name = self.streams[fd]
+        limit = EVIDENCE_CAP if name == "evidence" else KEEP
+        kept = self.kept[name]
+        room = limit - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        if len(chunk) > room and name != "evidence":
+            self.truncated = True
+        if name != "evidence":
+            self.total += len(chunk)
+            if self.total > HARD_CAP:
+                self.overflowed = True
+
+    def drain(self, deadline: float) -> None:
+        """Read what the (now dead) writers left in the pipes, up to their end or the deadline."""
+        while self.streams and (remaining := deadline - time.monotonic()) > 0 and not self.overflowed:
+            ready, _, _ = select.select(list(self.streams), [], [], remaining)
+            if not ready:
+                return
+            for fd in ready:
+                self._read(fd)
+
+    def close(self) -> None:
+        for fd in list(self.streams):
+            os.close(fd)
+        self.streams.clear()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+def _kill_and_reap(command: Command, watch: _Watch) -> int:
+    """Kill the command's session and everything running as its uid; reap all our children.
+
+    Returns how many processes were still there (running or unreaped) besides the main one.
+    """
+    deadline = time.monotonic() + REAP_GRACE
+    others = len([p for p in _children() if p != watch.pid])
+    try:
+        os.killpg(watch.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    switched = command.uid is not None and command.uid != os.getuid()
+    while True:
+        if switched:
+            _kill_as(command.uid, command.gid)  # type: ignore[arg-type]
+        for pid in _descendants():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _reap(watch)
+        if watch.status is not None and not _children() or time.monotonic() >= deadline:
+            return others
+        time.sleep(0.002)
+
+
+def _kill_as(uid: int, gid: int) -> None:
+    """Fork a helper that becomes the principal and SIGKILLs every process it may signal."""
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover  (the helper exits)
+        try:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            for _ in range(64):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:  # nothing of this uid is left (zombies still count as there)
+                    break
+        finally:
+            os._exit(0)
+    os.waitpid(helper, 0)
+
+
+def _reap(watch: _Watch) -> None:
+    """Reap the children that have exited (the main process, and orphans reparented to us)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+        watch.reaped(pid, status)
+
+
+def _children() -> list[int]:
+    """Our direct children (with the subreaper set, a command's orphans are among them)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as handle:
+            return [int(p) for p in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _descendants() -> list[int]:
+    """Every process under this one, by walking /proc/<pid>/task/<pid>/children."""
+    found, frontier = [], _children()
+    while frontier:
+        pid = frontier.pop()
+        found.append(pid)
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as handle:
+                frontier.extend(int(p) for p in handle.read().split())
+        except OSError:
+            pass
+    return found

@@ -1,0 +1,371 @@
+"""Shell: ``run_command(command, timeout=None)``, a real shell in an isolated world and a canned one in the stub.
+
+Real: recorded content is executed, so only in an isolated world (``env.isolated``: the sandbox or docker
+runtime); anywhere else the call is refused with 501 and nothing runs — recorded content never runs on the
+host. The command runs as ``bash -c COMMAND`` (``sh -c`` where there is no bash) under the declared
+principal's uid and gid (a full ``setresuid``, no supplementary groups), in a new session, with stdin
+``/dev/null``, a clean environment (``HOME``, ``PATH``, ``LANG``), rlimits (processes, address space, file
+size, CPU, no core) and a wall-clock timeout (``timeout``, default and ceiling from the world spec). Its
+working directory is the world's workspace under the world's root (made if missing, owned like the files
+domain's directories: by the first declared principal). Absolute paths in a command name the sandbox's own
+filesystem (read-only system directories, a private ``/tmp``), not the world's: the world's tree is under
+its root, and commands see it relative to the workspace.
+
+Outcome: a command that ran to its end is ``ok`` whatever its exit status, with ``{"exit_code", "stdout",
+"stderr", "truncated"}`` (each stream keeps its first 64 KiB); a non-zero status is evidence, not a
+refusal, because the command did run and may have changed things. A command still running at its timeout
+is killed and answered with 504; one whose output passes 8 MiB is killed and answered with 413. Either
+way its effects (the world's files before and after) are recorded, so a killed command that changed files
+still counts as committed. After every command, whatever it left running under the principal's uid is
+killed and reaped (see :mod:`._command`).
+
+Swallowed errors: the command runs after a one-line bash prelude whose DEBUG trap sees the status of each
+simple command before the next one starts (and, at exit, each stage of a final pipeline). A failure the
+script went on from — ``false || true``, ``cmd 2>/dev/null; echo ok``, a failing stage of a pipeline
+without ``pipefail`` — is written to a private descriptor (so redirecting stderr does not hide it) and
+recorded as evidence ``swallowed error: ...``. (Between the stages of a pipeline the trap sees the
+status from before the pipeline, so while the shell has children it does not judge; a failure while a
+background job runs is missed.) Status 1 of a predicate (``test``, ``[``, ``grep``, ``diff``,
+...) is an answer, not an error, and SIGPIPE in a non-final pipeline stage is how pipelines end; neither
+is reported. A failure inside a subshell or command substitution is attributed to the last command the
+shell itself ran.
+
+Stub: a harness's canned shell. It returns the recorded output (a dict as it is, a string as stdout with
+exit status 0), a recorded error as 500, and an empty success when nothing was recorded.
+
+The shell has no state of its own; its snapshot is the world's filesystem (the same resource ids and
+digests as the files domain), so a command's effects on files are its effects.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import posixpath
+import shutil
+import signal
+import stat
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from ..domain import Call, Domain, WorldEnv, register_domain, spec_section, tool
+from ..errors import ServiceError, WorldSpecError
+from ..rootfs import ensure_within, host_path, trace_in_root
+from . import _command
+from .files import DIR_MODE, digest
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MAX_TIMEOUT = 20.0  # below the runtimes' default 30 s backstop, so a long command is a 504, not a lost world
+DEFAULT_WORKSPACE = "/workspace"
+SPEC_KEYS = ("timeout", "max_timeout", "workspace", "processes", "memory", "file_size")
+PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+REFUSAL = ("run_command executes recorded content and needs an isolated runtime: "
+           "use --runtime sandbox or --runtime docker")
+SWALLOWED = "swallowed error: "
+MAX_EVIDENCE_LINES = 20
+EMPTY = {"exit_code": 0, "stdout": "", "stderr": "", "truncated": False}
+
+# Reports, on fd 62, each failure the script went on from (see the module docstring). One line, ending in
+# "; ", so the command's own line numbers are unchanged.
+PRELUDE = (
+    "__lr_i=0; __lr_pend=; __lr_done=; "
+    "__lr_q() { case \"$1\" in test|test\\ *|\\[|\\[\\ *|\\[\\[*|\\(\\(*|let\\ *|grep\\ *|egrep\\ *|fgrep\\ *|zgrep\\ *"
+    "|cmp\\ *|diff\\ *|pgrep\\ *|which\\ *|command\\ -v*|type\\ *) return 0;; esac; return 1; }; "
+    "__lr_say() { { printf '%s\\n' \"$1\" >&62; } 2>/dev/null; }; "
+    "__lr_check() { local n=$(($# - 1)) all=(\"$@\") i s c; "
+    "if [[ -n $__lr_pend ]]; then __lr_say \"$__lr_pend\"; __lr_pend=; fi; "
+    "local k=; { read -r k < /proc/$BASHPID/task/$BASHPID/children; } 2>/dev/null; [[ -n $k ]] && return; "
+    "if ((n <= 1)); then s=${all[$n]}; [[ $s == 0 ]] && return; c=${__lr_h[(__lr_i - 1) & 7]}; "
+    "[[ $s == 1 ]] && __lr_q \"$c\" && return; __lr_pend=\"\\`$c\\` exited $s\"; return; fi; "
+    "for ((i = 0; i < n; i++)); do s=${all[$i]}; [[ $s == 0 ]] && continue; c=; "
+    "((n <= 8)) && c=${__lr_h[(__lr_i - n + i) & 7]}; [[ $s == 1 ]] && __lr_q \"$c\" && continue; "
+    "[[ $s == 141 ]] && ((i + 1 < n)) && continue; "
+    "__lr_pend+=\"${__lr_pend:+$'\\n'}pipeline stage $((i + 1)) of $n \\`$c\\` exited $s\"; done; }; "
+    "set -T; "
+    "trap '__lr_e=$? __lr_done=1; trap - DEBUG; [[ $__lr_e == 0 && -n $__lr_pend ]] && __lr_say \"$__lr_pend\"' EXIT; "
+    "trap '__lr_t=\"${PIPESTATUS[*]} $?\"; [[ -n $__lr_done || $__lr_t$__lr_pend == \"0 0\" ]] || __lr_check $__lr_t; "
+    "__lr_h[__lr_i++ & 7]=$BASH_COMMAND' DEBUG; "
+)
+
+
+@dataclass(frozen=True)
+class ShellSpec:
+    """The parsed ``shell:`` section."""
+
+    timeout: float
+    max_timeout: float
+    workspace: str
+    limits: _command.Limits
+
+
+def parse_shell_spec(spec: Mapping[str, Any]) -> ShellSpec:
+    """Check a ``shell:`` section; raises :class:`WorldSpecError` naming the field."""
+    for key in spec:
+        if key not in SPEC_KEYS:
+            raise WorldSpecError(f"world.shell.{key}", f"unknown key; expected one of {', '.join(SPEC_KEYS)}")
+    timeout = _positive(spec, "timeout", DEFAULT_TIMEOUT)
+    max_timeout = _positive(spec, "max_timeout", max(DEFAULT_MAX_TIMEOUT, timeout))
+    if timeout > max_timeout:
+        raise WorldSpecError("world.shell.timeout", f"must not exceed max_timeout ({max_timeout:g})")
+    workspace = spec_section(spec, "workspace", "world.shell", str, DEFAULT_WORKSPACE)
+    if not workspace.startswith("/") or "\0" in workspace or ".." in workspace.split("/"):
+        raise WorldSpecError("world.shell.workspace", "expected an absolute path without '..'")
+    defaults = _command.Limits()
+    limits = _command.Limits(
+        processes=int(_positive(spec, "processes", defaults.processes, integer=True)),
+        memory=int(_positive(spec, "memory", defaults.memory, integer=True)),
+        file_size=int(_positive(spec, "file_size", defaults.file_size, integer=True)),
+    )
+    return ShellSpec(timeout, max_timeout, posixpath.normpath(workspace), limits)
+
+
+def _positive(spec: Mapping[str, Any], key: str, default: float, integer: bool = False) -> float:
+    value = spec.get(key)
+    if value is None:
+        return default
+    kinds = (int,) if integer else (int, float)
+    if not isinstance(value, kinds) or isinstance(value, bool) or value <= 0:
+        raise WorldSpecError(f"world.shell.{key}", f"expected a positive {'integer' if integer else 'number'}")
+    return value
+
+
+class _Shell(Domain):
+    name = "shell"
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        self.settings = parse_shell_spec(spec)
+
+    def _command(self, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ServiceError(400, f"command: expected a string, got {type(value).__name__}")
+        if "\0" in value:
+            raise ServiceError(400, "command: contains a NUL byte")
+        return value
+
+    def _timeout(self, call: Call, value: Any) -> float:
+        """The call's timeout: the spec's default, or the one asked for, capped at the spec's ceiling."""
+        if value is None:
+            return self.settings.timeout
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ServiceError(400, "timeout: expected a positive number of seconds")
+        if value > self.settings.max_timeout:
+            call.note(f"timeout {value:g} s capped at the world's max_timeout {self.settings.max_timeout:g} s")
+            return self.settings.max_timeout
+        return float(value)
+
+
+@register_domain
+class ShellStub(_Shell):
+    """Stub semantics: replay what the harness recorded."""
+
+    semantics = "stub"
+
+    @tool
+    def run_command(self, call: Call, command: str, timeout: float | None = None) -> dict[str, Any]:
+        self._command(command)
+        self._timeout(call, timeout)
+        call.read(f"files:{self.settings.workspace}")  # a command may read anything in its workspace
+        recorded = call.recorded or {}
+        if recorded.get("status") == "error":
+            raise ServiceError(500, str(recorded.get("error") or "the recorded command failed"))
+        output = recorded.get("output")
+        if output is None:
+            return dict(EMPTY)
+        if isinstance(output, Mapping):
+            return dict(output)
+        if not isinstance(output, str):
+            output = str(output)
+        return {**EMPTY, "stdout": output}
+
+    def snapshot(self) -> dict[str, str]:
+        return {}
+
+
+@register_domain
+class ShellReal(_Shell):
+    """Real semantics: a real shell, as the principal, in an isolated world only."""
+
+    semantics = "real"
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        self.root = os.path.realpath(env.root) if env.root is not None else None
+        self._hash_cache: dict[tuple[int, ...], str] = {}
+        self._subreaper = False
+
+    @tool
+    def run_command(self, call: Call, command: str, timeout: float | None = None) -> dict[str, Any]:
+        command = self._command(command)
+        limit = self._timeout(call, timeout)
+        if not self.env.isolated or self.root is None:
+            call.note("refused: run_command runs recorded content, and this world is not isolated")
+            raise ServiceError(501, REFUSAL)
+        principal = call.acting or call.principal
+        with _effective_root():
+            if not self._subreaper:
+                self._subreaper = _command.become_subreaper()
+            cwd, world_cwd = self._workspace()
+            call.read(f"files:{world_cwd}")  # a command may read anything in its workspace
+            uid, gid = self.env.ids(principal)
+            switch = os.getuid() == 0
+            shell = shutil.which("bash", path=PATH) or shutil.which("sh", path=PATH) or "/bin/sh"
+            name = os.path.basename(shell)
+            is_bash = name == "bash"
+            argv = [name, "--noprofile", "--norc", "-c", PRELUDE + command] if is_bash else [name, "-c", command]
+            env = {"HOME": self._home(principal, cwd), "PATH": PATH, "LANG": "C.UTF-8"}
+            who = f"{principal} (uid {uid}, gid {gid})" if switch else f"the server's uid {os.getuid()} (cannot switch)"
+            call.note(f"ran `{os.path.basename(shell)} -c` as {who} in {world_cwd}, timeout {limit:g} s")
+            if not is_bash:
+                call.note("no bash here: swallowed errors inside the command are not traced")
+            spec = _command.Command(executable=shell, argv=argv, env=env, cwd=cwd, timeout=limit, uid=uid if switch else None,
+                                    gid=gid if switch else None, limits=self.settings.limits)
+            try:
+                result = _command.run(spec)
+            except _command.SpawnError as exc:
+                if exc.stage == "chdir":
+                    raise OSError(exc.errno, exc.strerror, world_cwd) from None
+                raise ServiceError(500, f"run_command could not start {shell}: {exc.strerror}") from None
+        return self._answer(call, result, limit)
+
+    def _answer(self, call: Call, result: _command.Result, limit: float) -> dict[str, Any]:
+        swallowed = result.evidence
+        for line in swallowed[:MAX_EVIDENCE_LINES]:
+            call.note(SWALLOWED + line)
+        if len(swallowed) > MAX_EVIDENCE_LINES:
+            call.note(f"{SWALLOWED}... and {len(swallowed) - MAX_EVIDENCE_LINES} more")
+        if result.leftovers:
+            call.note(f"killed {result.leftovers} process(es) the command left behind")
+        if result.truncated:
+            call.note(f"output truncated to the first {_command.KEEP // 1024} KiB of each stream")
+        if result.timed_out:
+            call.note(f"still running after {limit:g} s: killed")
+            raise ServiceError(504, f"run_command did not finish within {limit:g} s; the command was killed")
+        if result.overflowed:
+            call.note(f"wrote more than {_command.HARD_CAP // (1024 * 1024)} MiB of output: killed")
+            raise ServiceError(413, f"run_command output passed {_command.HARD_CAP // (1024 * 1024)} MiB; "
+                                    "the command was killed")
+        if result.signal is not None:
+            call.note(f"terminated by signal {result.signal} ({_signal_name(result.signal)})")
+        elif result.exit_code:
+            call.note(f"exit status {result.exit_code}")
+        return {
+            "exit_code": result.exit_code,
+            "stdout": result.stdout.decode("utf-8", "replace"),
+            "stderr": result.stderr.decode("utf-8", "replace"),
+            "truncated": result.truncated,
+        }
+
+    def _workspace(self) -> tuple[str, str]:
+        """The workspace's host path (made if missing, in root) and its world path."""
+        assert self.root is not None
+        owner = self._default_owner()
+        parts = [p for p in self.settings.workspace.split("/") if p]
+        for depth in range(1, len(parts) + 1):
+            res = trace_in_root(self.root, "/" + "/".join(parts[:depth]))
+            host = host_path(self.root, res.path)
+            ensure_within(self.root, host)
+            if not res.exists:
+                os.mkdir(host, DIR_MODE)
+                os.chmod(host, DIR_MODE)
+                if owner is not None and os.geteuid() == 0:
+                    os.chown(host, *owner)
+            elif not stat.S_ISDIR(os.stat(host, follow_symlinks=False).st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", res.path)
+        res = trace_in_root(self.root, self.settings.workspace)
+        return host_path(self.root, res.path), res.path
+
+    def _default_owner(self) -> tuple[int, int] | None:
+        first = next(iter(self.env.principals), None)
+        return self.env.ids(first) if first is not None else None
+
+    def _home(self, principal: str, cwd: str) -> str:
+        assert self.root is not None
+        home = host_path(self.root, f"/home/{principal}")
+        return home if os.path.isdir(home) and not os.path.islink(home) else cwd
+
+    def snapshot(self) -> dict[str, str]:
+        if self.root is None:
+            return {}
+        state: dict[str, str] = {}
+        self._scan(self.root, "", state)
+        return state
+
+    def _scan(self, host_dir: str, world_dir: str, state: dict[str, str]) -> None:
+        """The world's tree as the files domain digests it (same ids, same digests), without recursion
+        limits: a command can nest directories deeper than Python's stack."""
+        stack = [(host_dir, world_dir)]
+        while stack:
+            directory, world = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                path = f"{world}/{entry.name}"
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        target = os.readlink(entry.path)
+                    except OSError:
+                        target = "?"
+                    state[f"files:{path}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + target)
+                elif stat.S_ISDIR(st.st_mode):
+                    state[f"files:{path}"] = digest("dir", st.st_mode, st.st_uid)
+                    stack.append((entry.path, path))
+                elif stat.S_ISREG(st.st_mode):
+                    state[f"files:{path}"] = digest("file", st.st_mode, st.st_uid, f"sha256={self._sha256(entry.path, st)}")
+                else:
+                    state[f"files:{path}"] = digest("other", st.st_mode, st.st_uid)
+
+    def _sha256(self, host: str, st: os.stat_result) -> str:
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        cached = self._hash_cache.get(key)
+        if cached is None:
+            try:
+                fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            except OSError:
+                return "unreadable"
+            sha = hashlib.sha256()
+            try:
+                while chunk := os.read(fd, 1 << 16):
+                    sha.update(chunk)
+            finally:
+                os.close(fd)
+            cached = self._hash_cache[key] = sha.hexdigest()
+        return cached
+
+
+@contextmanager
+def _effective_root() -> Iterator[None]:
+    """Regain the server's root for the call's own bookkeeping (forking as the principal needs it).
+
+    A uid-switching server runs each call with the principal's effective uid; making the workspace and
+    starting a process fully as the principal (setresuid) need root back for a moment.
+    """
+    euid, egid = os.geteuid(), os.getegid()
+    if os.getuid() != 0 or euid == 0:
+        yield
+        return
+    os.seteuid(0)
+    os.setegid(0)
+    try:
+        yield
+    finally:
+        os.setegid(egid)
+        os.seteuid(euid)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown"
+
+
+__all__ = ["ShellReal", "ShellStub", "ShellSpec", "parse_shell_spec", "DEFAULT_TIMEOUT", "DEFAULT_MAX_TIMEOUT"]

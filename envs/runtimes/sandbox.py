@@ -1,0 +1,536 @@
+"""The ``sandbox`` runtime: each world's env server in fresh Linux namespaces (the default for real semantics).
+
+Each world gets its own sandbox: ``python3 -S -m litmus_replay.envs.server --stdio --isolated --switch-uid
+--world-root /world`` as uid 0 of a fresh user namespace whose uids 0-65535 map to an unprivileged host
+range (``uid_base``, default 100000), in fresh mount, pid, net, ipc and uts namespaces. Its root is a
+read-only tmpfs holding read-only binds of ``/usr`` (``/bin``, ``/lib*`` as the host has them: symlinks
+under usr-merge), the Python installation, this package and pyfakefs; a generated ``/etc`` (passwd and
+group list the world's principals; nothing of the host's but ``ld.so.cache``); a private ``/tmp``; a
+size-limited tmpfs at ``/world`` where the server lays the world out; ``/proc`` of the new pid namespace and
+a minimal ``/dev``. The network namespace holds only loopback. Every process in it runs with no-new-privs,
+under rlimits (address space, processes, CPU, file size, no core dumps), and the server keeps only the
+capabilities it needs (chown, dac_override, fowner, kill, setuid, setgid) inside its namespace, so each call
+runs under the principal's uid and the kernel decides file access.
+
+``_launcher.py`` does the privileged part (see its docstring); the namespaces and the root are made by
+bubblewrap where ``bwrap`` is installed (Debian: ``apt-get install bubblewrap``), else by the launcher
+itself with unshare(2), mount(2) and pivot_root(2). The runtime speaks the env server protocol over the
+launcher's pipes; closing a world kills the sandbox (the namespace's pid 1 dies, and everything with it).
+A per-call timeout on the client is the backstop: a call that does not answer in time kills the sandbox
+and the engine records a harness error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..client import CallTimeout, EnvClient, ServerGone, ServerWorld
+from ..domain import NOBODY, Semantics
+from ..domains.shell import parse_shell_spec
+from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
+from ..runtime import Runtime, WorldHandle, register_runtime
+from ..world import parse_principals
+from . import _launcher
+
+LAUNCHER = Path(__file__).with_name("_launcher.py")
+MOUNT_ROOT = "/opt/litmus"
+WORLD_ROOT = "/world"
+SERVER_ARGS = ("-S", "-m", "litmus_replay.envs.server", "--stdio", "--isolated", "--switch-uid",
+               "--world-root", WORLD_ROOT)
+UID_COUNT = 65536  # inner uids 0..65535: root, the principals (10001+ by default) and nobody
+SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+HOSTNAME = "litmus"
+PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+HINT = "use --runtime docker or --runtime inprocess"
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """What ``get_runtime("sandbox", **options)`` accepts."""
+
+    call_timeout: float = 30.0  # s; the backstop per call (raised per world to the shell's max_timeout + 5)
+    start_timeout: float = 15.0  # s; for a sandbox's server to answer hello
+    memory: int = 1024 * MiB  # RLIMIT_AS of every process in the sandbox
+    disk: int = 64 * MiB  # the /world tmpfs
+    tmp: int = 16 * MiB  # the /tmp tmpfs
+    processes: int = 256  # RLIMIT_NPROC
+    cpu: int = 600  # RLIMIT_CPU, s of CPU time for the server
+    file_size: int = 64 * MiB  # RLIMIT_FSIZE
+    uid_base: int = 100000  # host uid of the sandbox's root; inner uid u is host uid uid_base + u
+    backend: str = "auto"  # "auto" (bwrap if installed), "bwrap" or "native"
+    warm: bool = True  # keep one sandbox booting for the next world with the same principals
+
+    def __post_init__(self) -> None:
+        for name in ("call_timeout", "start_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
+        for name in ("memory", "disk", "tmp", "processes", "cpu", "file_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer")
+        if not 0 < self.uid_base <= 2**32 - 2 - UID_COUNT:
+            raise ValueError(f"uid_base must leave room for {UID_COUNT} uids below 2**32 - 1")
+        if self.backend not in ("auto", "bwrap", "native"):
+            raise ValueError("backend must be 'auto', 'bwrap' or 'native'")
+
+
+# --- the sandbox's root ------------------------------------------------------------------------------
+
+
+def _python() -> tuple[str, str]:
+    """The interpreter the server runs with (this one) and the installation prefix it needs."""
+    executable = os.path.realpath(sys.executable)
+    prefix = os.path.realpath(sys.base_prefix)
+    if not executable.startswith(prefix.rstrip("/") + "/"):
+        raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {executable} lies outside its prefix {prefix}; {HINT}")
+    return executable, prefix
+
+
+def _package_dirs() -> tuple[str, str]:
+    envs = str(Path(__file__).resolve().parent.parent)
+    spec = importlib.util.find_spec("pyfakefs")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeUnavailable(f"the sandbox runtime cannot run here: pyfakefs is not installed; {HINT}")
+    return envs, os.path.realpath(list(spec.submodule_search_locations)[0])
+
+
+def etc_files(principals: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The sandbox's /etc: its principals as users, and nothing of the host's."""
+    users = [("root", 0, 0, "/root")]
+    groups: dict[int, str] = {0: "root"}
+    for name, attrs in principals.items():
+        if not name or any(c in name for c in ":\n\0,") or name in ("root", "nobody"):
+            continue
+        uid, gid = int(attrs["uid"]), int(attrs["gid"])
+        users.append((name, uid, gid, f"/home/{name}"))
+        groups.setdefault(gid, name)
+    users.append(("nobody", NOBODY, NOBODY, "/nonexistent"))
+    groups.setdefault(NOBODY, "nogroup")
+    passwd = "".join(f"{n}:x:{u}:{g}:{n}:{h}:/bin/sh\n" for n, u, g, h in users)
+    group = "".join(f"{name}:x:{gid}:\n" for gid, name in sorted(groups.items()))
+    hosts = f"127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n"
+    nsswitch = "passwd: files\ngroup: files\nhosts: files\n"
+    return {"/etc/passwd": passwd, "/etc/group": group, "/etc/hosts": hosts, "/etc/nsswitch.conf": nsswitch}
+
+
+def root_plan(options: SandboxOptions, data: Mapping[str, int]) -> tuple[list[str], list[list[Any]]]:
+    """The bind sources and the ordered operations that build the sandbox's root (see ``_launcher``).
+
+    ``data`` maps each generated file's path to the descriptor holding its content.
+    """
+    executable, prefix = _python()
+    envs, fakefs = _package_dirs()
+    sources: list[str] = []
+    binds: list[list[Any]] = []
+    links: list[list[Any]] = []
+
+    def bind(source: str, dest: str) -> None:
+        sources.append(source)
+        binds.append(["bind", len(sources) - 1, dest])
+
+    bind("/usr", "/usr")
+    for name in SYSTEM_DIRS:
+        path = f"/{name}"
+        if os.path.islink(path):
+            links.append(["symlink", os.readlink(path), path])
+        elif os.path.isdir(path):
+            bind(path, path)
+    if not any(prefix == f"/{d}" or prefix.startswith(f"/{d}/") for d in ("usr", *SYSTEM_DIRS)):
+        bind(prefix, prefix)
+    bind(envs, f"{MOUNT_ROOT}/litmus_replay/envs")
+    bind(fakefs, f"{MOUNT_ROOT}/pyfakefs")
+    if os.path.isfile("/etc/ld.so.cache"):
+        bind("/etc/ld.so.cache", "/etc/ld.so.cache")
+    files = [["data", fd, path, 0o644] for path, fd in data.items()]
+    # Every directory above a bind or a file, world-readable: the server reads its modules and the
+    # commands read /etc while acting as a principal (bwrap would make them 0700).
+    parents = sorted({p for op in (*binds, *files) for p in _ancestors(op[2])} | {"/etc"}, key=lambda p: p.count("/"))
+    dirs = [["dir", p, 0o755] for p in parents if p not in {link[2] for link in links}]
+    ops = [*dirs, *binds, *links, *files,
+           ["tmpfs", "/tmp", options.tmp, 0o1777], ["tmpfs", WORLD_ROOT, options.disk, 0o755],
+           ["proc", "/proc"], ["dev", "/dev"], ["remount-ro", "/"]]
+    return sources, ops
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _backend(options: SandboxOptions) -> str | None:
+    """The bwrap binary to use, or None for the launcher's own namespaces."""
+    bwrap = shutil.which("bwrap")
+    if options.backend == "bwrap" and bwrap is None:
+        raise RuntimeUnavailable(f"the sandbox runtime cannot run here: bubblewrap is not installed (apt-get install bubblewrap); {HINT}")
+    return None if options.backend == "native" else bwrap
+
+
+# --- one sandbox -------------------------------------------------------------------------------------
+
+
+class _Sandbox:
+    """One sandbox: the launcher's process tree and a client on its env server's stdio."""
+
+    def __init__(self, options: SandboxOptions, principals: Mapping[str, Mapping[str, Any]], staging: str,
+                 bwrap: str | None):
+        self.options = options
+        self.call_timeout = options.call_timeout
+        self._stderr = tempfile.TemporaryFile(prefix="litmus-sandbox-")
+        self.process: subprocess.Popen[bytes] | None = None
+        self.client: EnvClient | None = None
+        self.info: dict[str, Any] = {}
+        self._start(principals, staging, bwrap)
+
+    def _start(self, principals: Mapping[str, Mapping[str, Any]], staging: str, bwrap: str | None) -> None:
+        data: dict[str, int] = {}
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        try:
+            for path, content in etc_files(principals).items():
+                fd = os.memfd_create(path.rsplit("/", 1)[-1], 0)
+                os.write(fd, content.encode())
+                os.lseek(fd, 0, os.SEEK_SET)
+                data[path] = fd
+            sources, ops = root_plan(self.options, data)
+            executable, _ = _python()
+            config = {
+                "parent": os.getpid(), "ready": ready_w, "go": go_r, "staging": staging, "sources": sources,
+                "ops": ops, "hostname": HOSTNAME, "caps": sorted(_launcher.CAPABILITIES), "bwrap": bwrap,
+                "rlimits": self._rlimits(),
+                "env": {"PATH": PATH, "PYTHONPATH": MOUNT_ROOT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
+                        "HOME": "/"},
+                "argv": [executable, *SERVER_ARGS],
+            }
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                pass_fds=(ready_w, go_r, *data.values()),
+            )
+        finally:
+            for fd in (ready_w, go_r, *data.values()):
+                os.close(fd)
+        try:
+            self._map_user_namespace(ready_r, go_w)
+        finally:
+            os.close(ready_r)
+            os.close(go_w)
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.client = EnvClient(self.process.stdout.fileno(), self.process.stdin.fileno(),
+                                timeout=self.options.start_timeout)
+
+    def _rlimits(self) -> list[tuple[str, int]]:
+        o = self.options
+        return [("RLIMIT_AS", o.memory), ("RLIMIT_NPROC", o.processes), ("RLIMIT_CPU", o.cpu),
+                ("RLIMIT_FSIZE", o.file_size), ("RLIMIT_CORE", 0)]
+
+    def _map_user_namespace(self, ready_r: int, go_w: int) -> None:
+        """Wait for the launcher's user namespace, map it (we hold CAP_SETUID here; it does not), release it."""
+        assert self.process is not None
+        ready, _, _ = select.select([ready_r], [], [], self.options.start_timeout)
+        if not ready or os.read(ready_r, 1) != b"1":
+            self.kill()
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {self.failure()}; {HINT}")
+        base = self.options.uid_base
+        try:
+            for name in ("uid_map", "gid_map"):
+                with open(f"/proc/{self.process.pid}/{name}", "w") as handle:
+                    handle.write(f"0 {base} {UID_COUNT}\n")
+        except OSError as exc:
+            self.kill()
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: cannot map uids {base}-"
+                                     f"{base + UID_COUNT - 1} into a user namespace ({exc.strerror}); {HINT}") from None
+        os.write(go_w, b"1")
+
+    def connect(self) -> dict[str, Any]:
+        """Say hello (within the start timeout) and switch the client to the per-call timeout."""
+        assert self.client is not None
+        try:
+            self.info = self.client.hello()
+        except EnvError as exc:
+            self.kill()
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {self.failure() or exc}; {HINT}") from None
+        self.client.timeout = self.call_timeout
+        return self.info
+
+    def failure(self) -> str:
+        """Why the sandbox died: the tail of its stderr, or its exit status."""
+        tail = ""
+        try:
+            self._stderr.seek(0)
+            tail = self._stderr.read()[-2000:].decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            pass
+        lines = [line for line in tail.splitlines() if line.strip()]
+        if lines:
+            return lines[-1]
+        code = self.process.poll() if self.process else None
+        return f"the sandbox exited with status {code}" if code is not None else "the sandbox did not start"
+
+    def host_pids(self) -> list[int]:
+        """Host pids of the sandbox's process tree (for diagnostics and tests)."""
+        if self.process is None:
+            return []
+        tree, frontier = [], [self.process.pid]
+        while frontier:
+            pid = frontier.pop()
+            tree.append(pid)
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children") as handle:
+                    frontier.extend(int(p) for p in handle.read().split())
+            except OSError:
+                pass
+        return tree
+
+    def server_pid(self) -> int | None:
+        """The env server's host pid (for diagnostics and tests)."""
+        for pid in self.host_pids():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    argv = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if [a.decode(errors="replace") for a in argv[1:4]] == list(SERVER_ARGS[:3]):
+                return pid
+        return None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def shutdown(self) -> None:
+        """Ask the server to stop (briefly), then kill whatever is left, and drop its stderr."""
+        if self.client is not None and not self.client.broken and self.alive():
+            try:
+                self.client.request("shutdown", timeout=1.0)
+            except EnvError:
+                pass
+        self.kill()
+        self._stderr.close()
+
+    def kill(self) -> None:
+        """SIGKILL the launcher (bwrap, or the native monitor): the namespace's pid 1 dies with it, and with
+        pid 1 every process in the namespace. Returns once pid 1 is gone (the kernel lets pid 1 finish
+        exiting only after every other process of its namespace has)."""
+        if self.client is not None:
+            self.client.broken = True
+        process = self.process
+        if process is not None:
+            inner = self.host_pids()[1:2]  # the namespace's pid 1
+            if process.poll() is None:
+                try:
+                    os.kill(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            process.wait()
+            _wait_gone(inner, deadline=time.monotonic() + 5.0)
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+
+
+class SandboxWorld(ServerWorld):
+    """A world in a sandbox; a call that times out or loses the server kills the sandbox at once."""
+
+    def __init__(self, sandbox: _Sandbox, release: Any, call_timeout: float):
+        assert sandbox.client is not None
+        super().__init__(sandbox.client, release, call_timeout)
+        self.sandbox = sandbox
+
+    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            return super().call(request)
+        except (CallTimeout, ServerGone):
+            self.sandbox.kill()
+            raise
+
+    def snapshot(self) -> dict[str, str]:
+        try:
+            return super().snapshot()
+        except (CallTimeout, ServerGone):
+            self.sandbox.kill()
+            raise
+
+
+# --- the runtime -------------------------------------------------------------------------------------
+
+_PROBED: dict[tuple[Any, ...], str | None] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+@register_runtime
+class SandboxRuntime(Runtime):
+    """Each world in fresh Linux namespaces, its calls under the principals' own uids.
+
+    Options (keyword): see :class:`SandboxOptions`. Raises :class:`RuntimeUnavailable` (one line naming
+    the alternatives) where namespaces cannot be made: not Linux, not root on the host (only root may
+    map a range of uids), user namespaces disabled, or no ``bwrap`` when ``backend="bwrap"``.
+    """
+
+    name = "sandbox"
+
+    def __init__(self, **options: Any):
+        try:
+            self.options = SandboxOptions(**options)
+        except TypeError as exc:
+            raise TypeError(f"sandbox runtime: {exc}") from None
+        self._check_host()
+        self._bwrap = _backend(self.options)
+        self._staging = tempfile.mkdtemp(prefix="litmus-sandbox-")
+        os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
+        self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
+        self._live: dict[int, _Sandbox] = {}
+        self._spare: tuple[str, _Sandbox] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._probe()
+
+    def _check_host(self) -> None:
+        reason = None
+        if not sys.platform.startswith("linux"):
+            reason = f"Linux namespaces are not available on {sys.platform}"
+        elif not os.path.exists("/proc/self/ns/user"):
+            reason = "this kernel has no user namespaces"
+        elif os.geteuid() != 0:
+            reason = (f"it must run as root on the host to map the world's principals (uids 0-{UID_COUNT - 1}) "
+                      "into a user namespace")
+        if reason:
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {reason}; {HINT}")
+
+    def _probe(self) -> None:
+        """Start one empty sandbox once per process and configuration: namespaces may be disabled."""
+        key = (self._bwrap, self.options.uid_base, sys.executable)
+        with _PROBE_LOCK:
+            if key not in _PROBED:
+                try:
+                    sandbox = _Sandbox(self.options, {}, self._staging, self._bwrap)
+                    try:
+                        sandbox.connect()
+                    finally:
+                        sandbox.shutdown()
+                    _PROBED[key] = None
+                except RuntimeUnavailable as exc:
+                    _PROBED[key] = str(exc)
+            reason = _PROBED[key]
+        if reason is not None:
+            self.close()
+            raise RuntimeUnavailable(reason)
+
+    @property
+    def backend(self) -> str:
+        return "bwrap" if self._bwrap else "native"
+
+    def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
+        if self._closed:
+            raise EnvError("the sandbox runtime is closed")
+        if not isinstance(spec, Mapping):
+            raise WorldSpecError("world", "expected a mapping")
+        principals = parse_principals(spec.get("principals"))
+        for name, attrs in principals.items():
+            for key in ("uid", "gid"):
+                if not 0 <= int(attrs[key]) < UID_COUNT:
+                    raise WorldSpecError(f"world.principals.{name}.{key}",
+                                         f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
+        sandbox = self._take(principals)
+        try:
+            sandbox.connect()
+            sandbox.client.request("load", spec=dict(spec), semantics=semantics)  # type: ignore[union-attr]
+        except BaseException:
+            self._release(sandbox)
+            raise
+        timeout = _call_timeout(spec, self.options.call_timeout)
+        return SandboxWorld(sandbox, lambda _client: self._release(sandbox), timeout)
+
+    def _take(self, principals: Mapping[str, Mapping[str, Any]]) -> _Sandbox:
+        """The warm sandbox if it was made for these principals (its /etc lists them), else a new one;
+        then start the next warm one, which boots while this world runs."""
+        key = json.dumps(etc_files(principals), sort_keys=True)
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare[0] == key and spare[1].alive():
+            sandbox = spare[1]
+        else:
+            if spare is not None:
+                self._release(spare[1])
+            sandbox = self._spawn(principals)
+        if self.options.warm:
+            try:
+                spare = (key, self._spawn(principals))
+            except RuntimeUnavailable:
+                spare = None
+            with self._lock:
+                self._spare, extra = spare, self._spare
+            if extra is not None:  # another thread's spare: one is enough
+                self._release(extra[1])
+        return sandbox
+
+    def _spawn(self, principals: Mapping[str, Mapping[str, Any]]) -> _Sandbox:
+        sandbox = _Sandbox(self.options, principals, self._staging, self._bwrap)
+        with self._lock:
+            self._live[id(sandbox)] = sandbox
+        return sandbox
+
+    def _release(self, sandbox: _Sandbox) -> None:
+        with self._lock:
+            self._live.pop(id(sandbox), None)
+        sandbox.shutdown()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            live, self._live, self._spare = list(self._live.values()), {}, None
+        for sandbox in live:
+            sandbox.kill()
+            sandbox._stderr.close()
+        self._finalizer()
+
+
+def _wait_gone(pids: list[int], deadline: float) -> None:
+    """Poll until each process has exited (gone, or a zombie awaiting its reaper)."""
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                break
+            if state in ("Z", "X"):
+                break
+            time.sleep(0.001)
+
+
+def _call_timeout(spec: Mapping[str, Any], default: float) -> float:
+    """The backstop for a world's calls: the runtime's, or longer than the world's longest shell command."""
+    section = spec.get("shell")
+    if not isinstance(section, Mapping):
+        return default
+    try:
+        return max(default, parse_shell_spec(section).max_timeout + 5.0)
+    except WorldSpecError:  # the server refuses the spec anyway
+        return default
+
+
+def _remove_dir(path: str) -> None:
+    try:
+        os.rmdir(path)  # it only ever holds mount points of private namespaces: empty on the host
+    except OSError:
+        pass
+
+
+__all__ = ["SandboxOptions", "SandboxRuntime", "SandboxWorld", "etc_files", "root_plan"]

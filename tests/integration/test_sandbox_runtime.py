@@ -1,0 +1,201 @@
+"""The sandbox runtime on this machine, with each backend (bwrap where installed, and the launcher's own):
+a uid-mapped user namespace whose root is not host root, the kernel deciding per-principal access, a
+minimal root without the host's /etc, loopback-only networking, teardown of the whole process tree, the
+per-call backstop, and a one-line refusal where namespaces cannot be made."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+from litmus_replay.envs import RuntimeUnavailable, WorldSpecError
+from litmus_replay.envs.runtime import get_runtime, runtime_names
+from litmus_replay.envs.runtimes import sandbox as sandbox_module
+from litmus_replay.replay.engine import Replayer
+from litmus_replay.replay.model import Trajectory
+from litmus_replay.replay.policy import Policy, PolicySpec
+
+BACKENDS = ["bwrap", "native"] if shutil.which("bwrap") else ["native"]
+WORLD = {
+    "principals": ["alice", "bob"],
+    "shell": {"timeout": 5},
+    "files": {"tree": {"/workspace/notes.txt": "shared\n",
+                       "/home/bob/secret": {"content": "bob's key\n", "owner": "bob", "mode": "0600"}}},
+}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def sandbox(request, runtime_opener):
+    runtime = runtime_opener("sandbox", backend=request.param)
+    yield runtime
+    runtime.close()
+
+
+@pytest.fixture
+def world(sandbox):
+    handle = sandbox.open_world(WORLD, "real")
+    yield handle
+    handle.close()
+
+
+def _sh(handle, command: str, principal: str = "alice") -> dict:
+    outcome = handle.call({"tool": "run_command", "params": {"command": command}, "principal": principal})
+    assert outcome["status"] == "ok", outcome
+    return outcome["output"]
+
+
+def _host_status(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as handle:
+        return dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+
+
+def _server_pid(handle) -> int:
+    pid = handle.sandbox.server_pid()
+    assert pid is not None, "no env server in the sandbox's process tree"
+    return pid
+
+
+def test_registered_with_its_options():
+    assert "sandbox" in runtime_names()
+    with pytest.raises(TypeError, match="colour"):
+        get_runtime("sandbox", colour="blue")
+
+
+def test_the_server_is_root_of_a_user_namespace_mapped_to_an_unprivileged_range(sandbox, world):
+    assert world.sandbox.info["uid"] == 0 and world.sandbox.info["isolated"] is True
+    host = _host_status(_server_pid(world))
+    base = sandbox.options.uid_base
+    assert host["Uid"].split()[:3] == [str(base)] * 3  # inner root is host uid 100000, not host root
+    assert _sh(world, "cat /proc/self/uid_map")["stdout"].split() == ["0", str(base), "65536"]
+    assert _sh(world, "id -u; id -G")["stdout"].split() == ["10001", "10001"]
+    assert _sh(world, "id -u", principal="bob")["stdout"].split() == ["10002"]
+
+
+def test_the_kernel_decides_per_principal_access(world):
+    request = {"tool": "read_file", "params": {"path": "/home/bob/secret"}}
+    denied = world.call({**request, "principal": "alice"})
+    assert (denied["status"], denied["error_code"]) == ("error", "EACCES")
+    assert world.call({**request, "principal": "bob"})["output"] == "bob's key\n"
+    assert "Permission denied" in _sh(world, "cat ../home/bob/secret")["stderr"]
+    assert _sh(world, "cat ../home/bob/secret", principal="bob")["stdout"] == "bob's key\n"
+
+
+def test_a_minimal_root_without_the_hosts_etc(world):
+    out = _sh(world, "hostname; ls /etc; ls /; grep -c . /etc/passwd; test -e /etc/shadow || echo no-shadow")["stdout"]
+    lines = out.split()
+    assert lines[0] == "litmus"
+    assert {"passwd", "group", "hosts"} <= set(lines) and "shadow" not in lines and "no-shadow" in lines
+    assert "alice:x:10001" in _sh(world, "cat /etc/passwd")["stdout"]
+    denied = _sh(world, "touch /usr/x /etc/x /opt/x 2>&1; echo done")["stdout"]
+    assert denied.count("Read-only file system") == 3
+
+
+def test_only_a_loopback_interface(world):
+    interfaces = [line.split(":")[0].strip() for line in _sh(world, "tail -n +3 /proc/net/dev")["stdout"].splitlines()]
+    assert interfaces == ["lo"]
+    out = _sh(world, "exec 3<>/dev/tcp/192.0.2.1/80 && echo connected")
+    assert out["exit_code"] != 0 and "connected" not in out["stdout"]
+
+
+def test_its_own_pid_namespace(world):
+    out = _sh(world, "echo $$; cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'")["stdout"].splitlines()
+    assert int(out[0]) < 100 and int(out[2]) < 20  # a handful of processes, not the host's
+    assert "systemd" not in out[1] and "init" not in out[1].split("/")[-1:]
+
+
+def test_closing_kills_the_whole_process_tree(sandbox):
+    handle = sandbox.open_world(WORLD, "real")
+    pids = handle.sandbox.host_pids()
+    assert len(pids) >= 3  # launcher (bwrap, or the monitor), the namespace's pid 1, the server
+    handle.close()
+    assert all(_gone(pid) for pid in pids)
+
+
+def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harness_errors(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, call_timeout=1.0, warm=False)
+    stopped: list[int] = []
+
+    class Stopping:
+        """Opens real worlds whose server freezes (SIGSTOP) at the first call: every call hangs."""
+
+        def open_world(self, spec, semantics):
+            handle = runtime.open_world(spec, semantics)
+            call = handle.call
+
+            def freeze_then_call(request):
+                if not stopped:
+                    stopped.extend(handle.sandbox.host_pids())
+                    os.kill(_server_pid(handle), signal.SIGSTOP)
+                return call(request)
+
+            handle.call = freeze_then_call
+            return handle
+
+    trajectory = Trajectory.model_validate({"id": "hang", "principal": "alice", "turns": [
+        {"calls": [{"tool": "read_file", "arguments": {"path": "/workspace/notes.txt"}},
+                   {"tool": "list_dir", "arguments": {"path": "/workspace"}}]}]})
+    try:
+        started = time.monotonic()
+        world = {key: value for key, value in WORLD.items() if key != "shell"}  # no command to outlast
+        result = Replayer(Policy.compile(PolicySpec(), "test"), real_runtime=Stopping()).replay(trajectory, world)
+        elapsed = time.monotonic() - started
+    finally:
+        runtime.close()
+    first, second = result.calls
+    assert first.real is None and first.harness_error.startswith("CallTimeout")
+    assert second.real is None and second.harness_error.startswith("ServerGone")
+    assert first.pair.reason.value == "no_commit"
+    assert elapsed < 1.0 + 5.0  # one backstop, then the dead sandbox answers at once
+    assert all(_gone(pid) for pid in stopped)
+
+
+def test_the_backstop_outlasts_the_worlds_longest_command(sandbox):
+    assert sandbox_module._call_timeout({}, 30.0) == 30.0
+    assert sandbox_module._call_timeout({"shell": {"max_timeout": 60}}, 30.0) == 65.0
+    assert sandbox_module._call_timeout({"shell": {}}, 1.0) == 25.0
+
+
+def test_principal_ids_outside_the_map_are_a_spec_error(sandbox):
+    with pytest.raises(WorldSpecError) as raised:
+        sandbox.open_world({"principals": {"alice": {"uid": 70000}}}, "real")
+    assert raised.value.field == "world.principals.alice.uid"
+
+
+def test_a_bad_spec_leaves_no_sandbox_behind(sandbox):
+    with pytest.raises(WorldSpecError):
+        sandbox.open_world({"principals": ["alice"], "files": {"tree": {"relative": "x"}}}, "real")
+    spare = {id(sandbox._spare[1])} if sandbox._spare else set()
+    assert set(sandbox._live) == spare  # only the warm sandbox for the next world is left
+
+
+def test_unavailable_without_root_naming_the_alternatives(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(RuntimeUnavailable) as raised:
+        get_runtime("sandbox")
+    message = str(raised.value)
+    assert "\n" not in message and "--runtime docker" in message and "--runtime inprocess" in message
+
+
+def test_unavailable_without_bwrap_when_bwrap_is_asked_for(monkeypatch):
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeUnavailable, match="apt-get install bubblewrap.*--runtime docker"):
+        get_runtime("sandbox", backend="bwrap")
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    """Whether a host process has exited (it may linger as a zombie until its reaper collects it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.01)
+    return False
