@@ -38,6 +38,7 @@ from .report import (
 from .report.atomic import write_atomic
 from .runner import Batch, ScenarioRun, iter_scenario_runs
 
+DEFAULT_RUNTIME = "sandbox"  # real semantics behind Linux namespaces: the embedded default
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
 
@@ -65,7 +66,8 @@ class _RateColumn(ProgressColumn):
 def _runtime_option(func):
     return click.option(
         "--runtime",
-        default="inprocess",
+        default=DEFAULT_RUNTIME,
+        envvar="LITMUS_RUNTIME",
         show_default=True,
         metavar="NAME",
         help=f"Where the real world runs ({', '.join(runtime_names())}).",

@@ -98,7 +98,10 @@ class Replayer:
         try:
             real_world = self.real_runtime.open_world(world, "real")
             try:
-                initial = frozenset(real_world.snapshot())
+                try:
+                    initial = frozenset(real_world.snapshot())
+                except EnvError:  # a world lost before its first call: every call records the harness error
+                    initial = frozenset()
                 calls = self._replay_calls(trajectory, stub_world, real_world, facts)
             finally:
                 real_world.close()

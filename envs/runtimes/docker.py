@@ -10,7 +10,7 @@ and CPU limits. The host talks to it over a unix socket in a host directory moun
 no published port.
 
 Containers are pooled: closing a world sends ``close`` and keeps the container for the next world
-(``pool_size`` idle ones at most) — unless the world called a tool outside :data:`CONTAINED_DOMAINS`,
+(``pool_size`` idle ones at most) — unless the world called a tool outside ``CONTAINED_DOMAINS``,
 which may have left files in the container's /tmp that the next ``load`` would not clear. Each carries labels naming its owner (host, pid and the pid's start
 time) and session, so it is removed on :meth:`DockerRuntime.close`, on Ctrl-C or an error (through the
 ``with`` block or ``close``), at interpreter exit (``atexit``), on SIGTERM, and — after a SIGKILL — by
@@ -35,7 +35,8 @@ from types import FrameType
 from typing import Any, Iterable, Mapping
 
 from ..client import EnvClient, ServerWorld
-from ..domain import Semantics, domain_class
+from ..domain import Semantics
+from ..domains import is_contained_tool
 from ..errors import EnvError, RuntimeUnavailable
 from ..runtime import Runtime, WorldHandle, register_runtime
 from . import image as env_image
@@ -56,10 +57,6 @@ CAPABILITIES = [
     "DAC_OVERRIDE",  # between calls: build, snapshot and tear down a world whatever modes its principals set
 ]
 SOCKET_PREFIX = "litmus-docker-"
-# Domains whose real semantics keep every bit of state in the server's memory or under the world root,
-# which the next ``load`` rebuilds. A call to any other tool (a shell, a third-party domain) may leave
-# files in /tmp or /dev/shm, so its container is removed after the world instead of pooled.
-CONTAINED_DOMAINS = ("bank", "files", "profiles", "records")
 HINT = "or choose --runtime sandbox or --runtime inprocess"
 
 
@@ -309,15 +306,6 @@ class _Slot:
     tainted: bool = False  # ran a tool that may leave state outside the world root: never reuse
 
 
-_contained_tools: frozenset[str] | None = None
-
-
-def _is_contained(tool: Any) -> bool:
-    global _contained_tools
-    if _contained_tools is None:
-        _contained_tools = frozenset(t for name in CONTAINED_DOMAINS for t in domain_class(name, "real").tools)
-    return tool in _contained_tools
-
 
 class _PooledWorld(ServerWorld):
     """A world in a pooled container; notes a call that makes the container unfit for the next world."""
@@ -328,7 +316,7 @@ class _PooledWorld(ServerWorld):
         self._slot = slot
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        if not _is_contained(request.get("tool")):
+        if not is_contained_tool(request.get("tool")):
             self._slot.tainted = True
         return super().call(request)
 

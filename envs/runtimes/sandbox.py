@@ -40,6 +40,7 @@ from typing import Any, Mapping
 
 from ..client import CallTimeout, EnvClient, ServerGone, ServerWorld
 from ..domain import NOBODY, Semantics
+from ..domains import is_contained_tool
 from ..domains.shell import parse_shell_spec
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
 from ..runtime import Runtime, WorldHandle, register_runtime
@@ -74,6 +75,7 @@ class SandboxOptions:
     uid_base: int = 100000  # host uid of the sandbox's root; inner uid u is host uid uid_base + u
     backend: str = "auto"  # "auto" (bwrap if installed), "bwrap" or "native"
     warm: bool = True  # keep one sandbox booting for the next world with the same principals
+    reuse: int = 2  # idle sandboxes kept for the next worlds with the same principals (0: never reuse)
 
     def __post_init__(self) -> None:
         for name in ("call_timeout", "start_timeout"):
@@ -194,6 +196,7 @@ class _Sandbox:
         self.process: subprocess.Popen[bytes] | None = None
         self.client: EnvClient | None = None
         self.info: dict[str, Any] = {}
+        self.tainted = False  # ran a tool that may leave state outside the world root: never reuse
         self._start(principals, staging, bwrap)
 
     def _start(self, principals: Mapping[str, Mapping[str, Any]], staging: str, bwrap: str | None) -> None:
@@ -354,6 +357,8 @@ class SandboxWorld(ServerWorld):
         self.sandbox = sandbox
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        if not is_contained_tool(request.get("tool")):
+            self.sandbox.tainted = True  # may leave state outside the world root: never reuse the sandbox
         try:
             return super().call(request)
         except (CallTimeout, ServerGone):
@@ -397,6 +402,7 @@ class SandboxRuntime(Runtime):
         self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
         self._live: dict[int, _Sandbox] = {}
         self._spare: tuple[str, _Sandbox] | None = None
+        self._idle: list[tuple[str, _Sandbox]] = []  # sandboxes whose worlds closed cleanly, for reuse
         self._lock = threading.Lock()
         self._closed = False
         self._probe()
@@ -447,7 +453,8 @@ class SandboxRuntime(Runtime):
                 if not 0 <= int(attrs[key]) < UID_COUNT:
                     raise WorldSpecError(f"world.principals.{name}.{key}",
                                          f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
-        sandbox = self._take(principals)
+        key = json.dumps(etc_files(principals), sort_keys=True)
+        sandbox = self._reuse(key) or self._take(key, principals)
         try:
             sandbox.connect()
             sandbox.client.request("load", spec=dict(spec), semantics=semantics)  # type: ignore[union-attr]
@@ -455,12 +462,39 @@ class SandboxRuntime(Runtime):
             self._release(sandbox)
             raise
         timeout = _call_timeout(spec, self.options.call_timeout)
-        return SandboxWorld(sandbox, lambda _client: self._release(sandbox), timeout)
+        return SandboxWorld(sandbox, lambda _client: self._finish(key, sandbox), timeout)
 
-    def _take(self, principals: Mapping[str, Mapping[str, Any]]) -> _Sandbox:
+    def _reuse(self, key: str) -> _Sandbox | None:
+        """An idle sandbox made for these principals, whose last world only touched contained domains:
+        the next ``load`` rebuilds everything such a world could have changed."""
+        with self._lock:
+            for index, (idle_key, sandbox) in enumerate(self._idle):
+                if idle_key == key:
+                    del self._idle[index]
+                    break
+            else:
+                return None
+        return sandbox if sandbox.alive() else None
+
+    def _finish(self, key: str, sandbox: _Sandbox) -> None:
+        """A world closed: keep its sandbox for the next world if it is clean and alive, else end it."""
+        client = sandbox.client
+        keep = not self._closed and not sandbox.tainted and client is not None and not client.broken and sandbox.alive()
+        if keep:
+            try:
+                client.request("close", timeout=10.0)
+            except EnvError:
+                keep = False
+        with self._lock:
+            keep = keep and len(self._idle) < self.options.reuse
+            if keep:
+                self._idle.append((key, sandbox))
+        if not keep:
+            self._release(sandbox)
+
+    def _take(self, key: str, principals: Mapping[str, Mapping[str, Any]]) -> _Sandbox:
         """The warm sandbox if it was made for these principals (its /etc lists them), else a new one;
         then start the next warm one, which boots while this world runs."""
-        key = json.dumps(etc_files(principals), sort_keys=True)
         with self._lock:
             spare, self._spare = self._spare, None
         if spare is not None and spare[0] == key and spare[1].alive():
@@ -494,7 +528,7 @@ class SandboxRuntime(Runtime):
     def close(self) -> None:
         self._closed = True
         with self._lock:
-            live, self._live, self._spare = list(self._live.values()), {}, None
+            live, self._live, self._spare, self._idle = list(self._live.values()), {}, None, []
         for sandbox in live:
             sandbox.kill()
             sandbox._stderr.close()

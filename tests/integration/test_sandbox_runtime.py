@@ -108,11 +108,38 @@ def test_its_own_pid_namespace(world):
 
 
 def test_closing_kills_the_whole_process_tree(sandbox):
-    handle = sandbox.open_world(WORLD, "real")
-    pids = handle.sandbox.host_pids()
-    assert len(pids) >= 3  # launcher (bwrap, or the monitor), the namespace's pid 1, the server
-    handle.close()
-    assert all(_gone(pid) for pid in pids)
+    runtime = get_runtime("sandbox", backend=sandbox.backend, reuse=0, warm=False)
+    try:
+        handle = runtime.open_world(WORLD, "real")
+        pids = handle.sandbox.host_pids()
+        assert len(pids) >= 3  # launcher (bwrap, or the monitor), the namespace's pid 1, the server
+        handle.close()
+        assert all(_gone(pid) for pid in pids)
+    finally:
+        runtime.close()
+
+
+def test_a_clean_world_leaves_its_sandbox_for_the_next_and_a_shell_world_does_not(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        first = runtime.open_world(WORLD, "real")
+        first.call({"tool": "write_file", "params": {"path": "/workspace/left.txt", "content": "x"}, "principal": "alice"})
+        used = first.sandbox
+        first.close()
+        second = runtime.open_world(WORLD, "real")
+        assert second.sandbox is used, "a world that only touched contained domains hands its sandbox on"
+        assert "files:/workspace/left.txt" not in second.snapshot(), "the next world starts from its own spec"
+        _sh(second, "touch /tmp/left-behind")
+        second.close()
+        third = runtime.open_world(WORLD, "real")
+        assert third.sandbox is not used, "a world that ran a shell command never hands its sandbox on"
+        assert "left-behind" not in _sh(third, "ls /tmp")["stdout"]
+        third.close()
+        pids = used.host_pids()
+        runtime.close()
+        assert all(_gone(pid) for pid in pids)
+    finally:
+        runtime.close()
 
 
 def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harness_errors(sandbox):
