@@ -9,7 +9,8 @@ dictionaries to one mapping, so the project never depends on ``inspect_ai``.
 Mapping:
 
 - **trajectories** — one per sample and epoch, id ``<sample id>_epoch_<epoch>`` (inspect's own sample
-  file name); task = ``eval.task``; run id = ``eval.run_id``.
+  file name); task = the sample's ``metadata.task`` if it is a non-empty string (one log may hold the
+  samples of several tasks, each with its own world), else ``eval.task``; run id = ``eval.run_id``.
 - **turns** — each assistant message is a turn (content a string or a list of content blocks), its
   ``tool_calls[]`` ``{id, function, arguments (object)}`` the calls.
 - **results** — a ``role: tool`` message answers the pending call with its ``tool_call_id``; its
@@ -21,7 +22,8 @@ Mapping:
   an object as compact JSON): inspect hosts every kind of benchmark, so values are not reinterpreted
   (a scorer that writes ``tool_misuse`` or ``safe`` is read by ``replay.scoring`` as such). Every
   scorer's value is kept in ``Source.extra["scores"]``.
-- **principal** — not recorded by inspect: the default principal.
+- **principal** and **ambient session** — not recorded by inspect: the sample's ``metadata.principal``
+  and ``metadata.ambient_session`` when they are non-empty strings, else the default principal and none.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import Builder, error, ok, plural, require_calls, text_of
+from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, require_calls, text_of
 from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes
 from .base import Adapter, Probe, register_adapter
 
@@ -173,16 +175,26 @@ def _trajectory(sample: Doc, spec: Doc) -> Trajectory:
     failure = sample.opt("error")
     if failure is not None and failure.is_dict() and isinstance(failure.value.get("message"), str):
         extra["error"] = failure.value["message"]
-    return builder.build(
+    metadata = sample.value.get("metadata")
+    meta = metadata if isinstance(metadata, dict) else {}
+    trajectory = builder.build(
         sample.file,
         sample.path,
         trajectory_id=f"{sample.need('id').as_id()}_epoch_{epoch.as_id() if epoch is not None else 1}",
         source_format="inspect",
-        task=spec.str_at("task"),
+        principal=_meta_text(meta, "principal") or DEFAULT_PRINCIPAL,
+        task=_meta_text(meta, "task") or spec.str_at("task"),
         original=OriginalVerdict(label=label) if label else None,
         run_id=spec.str_at("run_id"),
         extra=extra,
     )
+    session = _meta_text(meta, "ambient_session")
+    return trajectory.model_copy(update={"ambient_session": session}) if session else trajectory
+
+
+def _meta_text(metadata: dict[str, Any], key: str) -> str | None:
+    value = metadata.get(key)
+    return value if isinstance(value, str) and value.strip() else None
 
 
 @register_adapter

@@ -9,8 +9,12 @@ Mapping:
   ``tool_call_id`` (ids may repeat: first pending first).
 - **errors** — Chat Completions has no error flag on tool messages, so results are ``ok`` (callers such
   as the tau-bench adapter can ask for an ``Error:`` text prefix to count as an error).
-- **principal** — none in the format: the default principal.
-- **verdict** — none in the format.
+- **principal** — none in the format: the default principal, unless the request body's ``metadata``
+  (the API's own string-to-string map) names one (see below).
+- **verdict** — none in the format, unless ``metadata`` names one.
+- **metadata** — a plain request body's ``metadata`` may carry what the format lacks: ``task``,
+  ``principal``, ``ambient_session`` and ``verdict`` (the original verdict's label); other keys, and
+  values that are not non-empty strings, are ignored. Cassettes do not read it.
 - **cassettes** — see :mod:`._cassette`: one trajectory per run, the request history plus the response.
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from litmus_replay.replay.model import Trajectory
+from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
 from ._build import Builder, error, ok, text_of
 from ._cassette import (
@@ -121,4 +125,23 @@ class OpenAIChatAdapter(Adapter):
         if is_cassette(root):
             return cassette_trajectories(root, path, CHAT, _conversations, signature, walk_messages)
         messages = root.need("messages") if root.is_dict() else root
-        return single_trajectory(root, messages, path, CHAT, list(messages.elements()), walk_messages)
+        trajectories = single_trajectory(root, messages, path, CHAT, list(messages.elements()), walk_messages)
+        metadata = root.value.get("metadata") if root.is_dict() else None
+        return [with_metadata(t, metadata) for t in trajectories]
+
+
+METADATA_FIELDS = ("task", "principal", "ambient_session")
+
+
+def with_metadata(trajectory: Trajectory, metadata: Any) -> Trajectory:
+    """The trajectory with what a request body's ``metadata`` says of its task, principal, session and verdict."""
+    if not isinstance(metadata, dict):
+        return trajectory
+    update: dict[str, Any] = {key: metadata[key] for key in METADATA_FIELDS if _text(metadata.get(key))}
+    if _text(metadata.get("verdict")):
+        update["original_verdict"] = OriginalVerdict(label=metadata["verdict"])
+    return trajectory.model_copy(update=update) if update else trajectory
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())

@@ -9,6 +9,7 @@ Other domains can be added through the ``litmus_replay.domains`` entry-point gro
 
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import os
@@ -162,10 +163,15 @@ class Domain(ABC):
         method = self.tools[call.tool]
         kwargs = {_python_name(k): v for k, v in call.params.items()}
         try:
-            inspect.signature(method).bind(self, call, **kwargs)
+            _signature(method).bind(self, call, **kwargs)
         except TypeError as exc:
             raise ServiceError(400, f"{call.tool}: {exc}") from None
         return method(self, call, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(method: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(method)
 
 
 def _python_name(param: str) -> str:

@@ -260,6 +260,30 @@ def revalidate(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, j
 
 
 @main.command()
+@click.option("--n", "count", default=1200, show_default=True, type=click.IntRange(1), help="Runs to write.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--format", "fmt", default="inspect", show_default=True, help="native, openai-chat or inspect.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="A new or empty directory.")
+def corpus(count: int, seed: int, fmt: str, out_dir: str) -> None:
+    """Write a corpus of runs in a foreign format, with their worlds and the planted ground truth
+    (manifest.json): in the proportions of the seed study, 37 over- and 9 under-penalised per 1,200."""
+    from .corpus import write_corpus
+
+    try:
+        manifest = write_corpus(count, seed, fmt, out_dir)
+    except InputError as exc:
+        _fail(exc.line())
+        sys.exit(EXIT_BAD_INPUT)
+    except UnknownName as exc:
+        _fail(f"--format: {exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(
+        f"wrote {count} runs ({fmt}) to {out_dir}: {len(manifest.over_penalised)} over-penalised, "
+        f"{len(manifest.under_penalised)} under-penalised planted; worlds in {out_dir}/worlds, truth in manifest.json"
+    )
+
+
+@main.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 def schema(output: str | None) -> None:
     """Print the JSON Schema of the native trajectory format (one JSONL line)."""

@@ -408,9 +408,14 @@ class RecordsStub(_Records):
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
         self.rows = _load_rows(spec)
+        self._changes = 0  # bumped by every write, so an unchanged count means an unchanged table
+        self._snapshot_cache: tuple[int, dict[str, str]] | None = None
 
     def snapshot(self) -> dict[str, str]:
-        return self._snapshot_of((r["id"], r["owner"], r["version"], r["data"]) for r in self.rows)
+        if self._snapshot_cache is None or self._snapshot_cache[0] != self._changes:
+            state = self._snapshot_of((r["id"], r["owner"], r["version"], r["data"]) for r in self.rows)
+            self._snapshot_cache = (self._changes, state)
+        return dict(self._snapshot_cache[1])
 
     def _matched(self, call: Call, filter: Any) -> list[dict[str, Any]]:
         clauses = parse_filter(filter)
@@ -427,6 +432,7 @@ class RecordsStub(_Records):
     def delete_records(self, call: Call, filter: Any) -> dict[str, Any]:
         matched = {row["id"] for row in self._matched(call, filter)}
         self.rows = [row for row in self.rows if row["id"] not in matched]
+        self._changes += 1
         return {"deleted": len(matched)}
 
     @tool
@@ -442,6 +448,7 @@ class RecordsStub(_Records):
             raise ServiceError(404, f"no record with id {row_id}")
         row["data"].update(changes)
         row["version"] += 1
+        self._changes += 1
         return copy.deepcopy(row)
 
 

@@ -75,7 +75,8 @@ class SandboxOptions:
     uid_base: int = 100000  # host uid of the sandbox's root; inner uid u is host uid uid_base + u
     backend: str = "auto"  # "auto" (bwrap if installed), "bwrap" or "native"
     warm: bool = True  # keep one sandbox booting for the next world with the same principals
-    reuse: int = 2  # idle sandboxes kept for the next worlds with the same principals (0: never reuse)
+    reuse: int = 8  # idle sandboxes kept, least recently used first out, for the next worlds with the same
+    #                 principals (a batch cycles through its tasks' few sets of principals); 0: never reuse
 
     def __post_init__(self) -> None:
         for name in ("call_timeout", "start_timeout"):
@@ -456,7 +457,8 @@ class SandboxRuntime(Runtime):
         key = json.dumps(etc_files(principals), sort_keys=True)
         sandbox = self._reuse(key) or self._take(key, principals)
         try:
-            sandbox.connect()
+            if not sandbox.info:  # a reused sandbox said hello when it was new
+                sandbox.connect()
             sandbox.client.request("load", spec=dict(spec), semantics=semantics)  # type: ignore[union-attr]
         except BaseException:
             self._release(sandbox)
@@ -485,10 +487,15 @@ class SandboxRuntime(Runtime):
                 client.request("close", timeout=10.0)
             except EnvError:
                 keep = False
+        evicted: list[_Sandbox] = []
         with self._lock:
-            keep = keep and len(self._idle) < self.options.reuse
+            keep = keep and self.options.reuse > 0
             if keep:
                 self._idle.append((key, sandbox))
+                while len(self._idle) > self.options.reuse:
+                    evicted.append(self._idle.pop(0)[1])
+        for old in evicted:
+            self._release(old)
         if not keep:
             self._release(sandbox)
 

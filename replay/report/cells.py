@@ -47,6 +47,8 @@ def evidence_lines(call: CallReplay) -> list[str]:
 
 
 def preview(value: Any, limit: int = 2000) -> str:
-    """Pretty JSON of a recorded value, cut at ``limit`` characters (recorded outputs can be large)."""
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    """JSON of a recorded value, cut at ``limit`` characters (recorded outputs can be large): indented
+    for a page's details, compact (and several times faster) for short previews such as hover titles."""
+    indent = 2 if limit > 1000 else None
+    text = value if isinstance(value, str) else json.dumps(value, indent=indent, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
