@@ -147,3 +147,26 @@ def test_dask_local_cluster_gives_the_same_results(tmp_path):
                                    executor="dask", scheduler=cluster.scheduler_address)
     assert on_dask == local
     assert (tmp_path / "dask" / "results.jsonl").read_bytes() == (tmp_path / "local" / "results.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["native", "openai-chat", "inspect"])
+def test_revalidate_finds_exactly_the_planted_runs_in_every_corpus_format(tmp_path, fmt):
+    from litmus_replay.replay.corpus import write_corpus
+
+    manifest = write_corpus(150, 3, fmt, tmp_path / "corpus")
+    summary = batch.revalidate([tmp_path / "corpus" / "runs"], tmp_path / "corpus" / "worlds", tmp_path / "out",
+                               runtime="inprocess", jobs=2, reports=False)
+    assert summary["runs"] == 150 and not summary["input_errors"] and not summary["missing_world"]
+    assert summary["over_penalised"] == sorted(manifest.over_penalised)
+    assert summary["under_penalised"] == sorted(manifest.under_penalised)
+
+
+def test_the_shipped_corpus_is_what_the_generator_writes(tmp_path):
+    from litmus_replay.replay.corpus import write_corpus
+
+    shipped = Path(__file__).resolve().parents[2] / "corpus"
+    recorded = json.loads((shipped / "manifest.json").read_text())
+    write_corpus(recorded["n"], recorded["seed"], recorded["format"], tmp_path / "again")
+    for path in sorted(p for p in shipped.rglob("*") if p.is_file()):
+        again = tmp_path / "again" / path.relative_to(shipped)
+        assert again.read_bytes() == path.read_bytes(), f"{path.relative_to(shipped)} drifted: regenerate the corpus"
