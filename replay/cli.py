@@ -8,6 +8,7 @@ report still holds them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -220,7 +221,8 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 @click.option("--worlds", "worlds_dir", required=True, type=click.Path(), help="Directory of world files, by task.")
 @click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of the runs.")
 @_runtime_option
-@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--jobs", default=lambda: os.cpu_count() or 1, show_default="one per CPU", type=click.IntRange(1),
+              help="Worker processes.")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
