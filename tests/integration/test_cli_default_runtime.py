@@ -23,4 +23,4 @@ def test_run_defaults_to_the_sandbox_and_the_pack_holds(tmp_path, runtime_opener
     assert proc.returncode == 0, proc.stdout + proc.stderr
     document = json.loads(report.read_text())
     assert document["summary"]["expectations_failed"] == {}
-    assert document["summary"]["trajectories"] == 17
+    assert document["summary"]["trajectories"] == 18
