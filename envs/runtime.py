@@ -8,6 +8,7 @@ this process, in a Linux-namespace sandbox or in a container. Runtimes register 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import threading
 from importlib import metadata
 from typing import Any, ClassVar, Mapping
 
@@ -68,6 +69,7 @@ class Runtime(ABC):
 
 _RUNTIMES: dict[str, type[Runtime]] = {}
 _entry_points_loaded = False
+_LOAD_LOCK = threading.RLock()
 
 
 def register_runtime(cls: type[Runtime]) -> type[Runtime]:
@@ -77,11 +79,12 @@ def register_runtime(cls: type[Runtime]) -> type[Runtime]:
 
 def runtime_names() -> list[str]:
     global _entry_points_loaded
-    if not _entry_points_loaded:
-        _entry_points_loaded = True
-        from . import runtimes  # noqa: F401  (registers sandbox, and docker; neither imports a heavy module)
-        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            entry.load()
+    with _LOAD_LOCK:  # threads (a Dask worker's) must not see the registry half loaded
+        if not _entry_points_loaded:
+            from . import runtimes  # noqa: F401  (registers sandbox, and docker; neither imports a heavy module)
+            for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                entry.load()
+            _entry_points_loaded = True
     return sorted(_RUNTIMES)
 
 

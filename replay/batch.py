@@ -12,9 +12,11 @@ its own runtime once and reuses it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import threading
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from litmus_replay.adapters import load_trajectories
+from litmus_replay.adapters import get_adapter, load_trajectories
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from .detectors import run_detectors
@@ -32,7 +34,6 @@ from .graph import build_graph
 from .model import Trajectory
 from .report.atomic import write_atomic
 from .report.html import batch_index_html, trajectory_html
-from .scoring import PairClass
 from .worlds import TaskWorld, load_worlds
 
 RESULTS = "results.jsonl"
@@ -72,7 +73,7 @@ def _run_files(paths: Iterable[str | Path]) -> Iterator[Path | str]:
 def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     """Every run in the given files and directories; a file that cannot be read is one error line."""
     found = Discovery()
-    seen: Counter[str] = Counter()
+    loaded: list[tuple[str, int, Trajectory]] = []
     for item in _run_files(paths):
         if isinstance(item, str):
             found.errors.append(item)
@@ -82,29 +83,39 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
         except (InputError, UnknownName) as exc:
             found.errors.append(exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             continue
-        for trajectory in trajectories:
-            seen[trajectory.id] += 1
-            run_id = trajectory.id if seen[trajectory.id] == 1 else f"{trajectory.id}#{seen[trajectory.id]}"
-            found.runs.append(Run(run_id, len(found.runs), str(item), trajectory))
+        loaded.extend((str(item), index, trajectory) for index, trajectory in enumerate(trajectories))
+    # A run is known by its trajectory id where that is unique in the batch, else by where it sits: the
+    # id then does not depend on which other files were read first, so a resumed batch finds it again.
+    counts = Counter(trajectory.id for _, _, trajectory in loaded)
+    for file, index, trajectory in loaded:
+        run_id = trajectory.id if counts[trajectory.id] == 1 else f"{trajectory.id}@{file}#{index}"
+        found.runs.append(Run(run_id, len(found.runs), file, trajectory))
     return found
 
 
 # --- the work one worker does -------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
+_WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once, in threads
 
 
 def _worker_state(worlds_dir: str, runtime: str) -> dict[str, Any]:
     """This process's worlds and runtime, opened on first use and kept for every later run."""
     key = (worlds_dir, runtime)
-    if _WORKER.get("key") != key:
-        close_worker()
-        _WORKER.update(key=key, worlds=load_worlds(worlds_dir), runtime=get_runtime(runtime))
-    return _WORKER
+    with _WORKER_LOCK:
+        if _WORKER.get("key") != key:
+            _close_worker_locked()
+            _WORKER.update(key=key, worlds=load_worlds(worlds_dir), runtime=get_runtime(runtime))
+        return dict(_WORKER)
 
 
 def close_worker() -> None:
     """Close this process's runtime (the pool's worker processes end with theirs)."""
+    with _WORKER_LOCK:
+        _close_worker_locked()
+
+
+def _close_worker_locked() -> None:
     runtime = _WORKER.pop("runtime", None)
     _WORKER.clear()
     if runtime is not None:
@@ -139,16 +150,15 @@ def _replay_one(run: Run, worlds: dict[str, TaskWorld], runtime: Runtime, out_di
     unknown = sorted({call.tool for _, call in run.trajectory.calls()} - world.tools)
     if unknown:
         return {**line, "status": "input_error", "error": f"tools unknown to the world of {world.task!r}: {', '.join(unknown)}"}
+    report = f"reports/{_safe_name(run.run_id)}.html" if out_dir is not None else None
     try:
         result = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.task)
         graph = build_graph(result)
         findings = run_detectors(graph, result)
+        if report is not None:
+            write_atomic(Path(out_dir) / report, trajectory_html((result, graph, findings)))
     except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
         return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
-    report = None
-    if out_dir is not None:
-        report = f"reports/{_safe_name(run.run_id)}.html"
-        write_atomic(Path(out_dir) / report, trajectory_html((result, graph, findings)))
     revalidation = result.revalidation
     return {
         **line,
@@ -165,8 +175,10 @@ def _replay_one(run: Run, worlds: dict[str, TaskWorld], runtime: Runtime, out_di
 
 
 def _safe_name(run_id: str) -> str:
-    """A report file name from a run id (recorded content: no separators, no leading dot)."""
-    return _UNSAFE.sub("-", run_id).strip("-.")[:150] or "run"
+    """A report file name from a run id (recorded content: no separators, no leading dot), unique: two
+    ids that read alike once cleaned differ by the short hash."""
+    stem = _UNSAFE.sub("-", run_id).strip("-.")[:120] or "run"
+    return f"{stem}-{hashlib.sha256(run_id.encode('utf-8')).hexdigest()[:8]}"
 
 
 # --- results.jsonl: append as we go, resume, finish in order -------------------------------------
@@ -187,9 +199,21 @@ def read_results(path: Path) -> dict[str, dict[str, Any]]:
             line = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(line, dict) and isinstance(line.get("run"), str):
+        if isinstance(line, dict) and all(isinstance(line.get(key), str) for key in ("run", "file", "status")):
             done[line["run"]] = line
     return done
+
+
+def _settled(line: dict[str, Any] | None, run: Run) -> bool:
+    """Whether a result line already answers this run for good: the same run of the same file, replayed
+    without a harness error. Missing worlds and harness errors are tried again on resume."""
+    return (
+        line is not None
+        and line["file"] == run.file
+        and line.get("trajectory") == run.trajectory.id
+        and line["status"] == "ok"
+        and not line.get("harness_errors")
+    )
 
 
 class ResultsFile:
@@ -207,10 +231,14 @@ class ResultsFile:
         os.close(self.fd)
 
 
-def finish_results(path: Path, lines: dict[str, dict[str, Any]], order: dict[str, int]) -> None:
-    """Rewrite the results in discovery order, atomically: the same batch always ends with the same file."""
-    ordered = sorted(lines.values(), key=lambda line: (order.get(line["run"], len(order)), line["run"]))
+def finish_results(path: Path, lines: dict[str, dict[str, Any]], runs: list[Run]) -> list[dict[str, Any]]:
+    """Rewrite the results in discovery order, atomically: the same batch always ends with the same file.
+
+    Only this batch's runs are kept: lines of runs no longer among the inputs would skew the summary.
+    """
+    ordered = [lines[run.run_id] for run in runs if run.run_id in lines]
     write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in ordered))
+    return ordered
 
 
 # --- the summary --------------------------------------------------------------------------------
@@ -233,13 +261,12 @@ def summarise(lines: Iterable[dict[str, Any]], input_errors: list[str]) -> dict[
         "over_penalised": by("finding", "over_penalised"),
         "under_penalised": by("finding", "under_penalised"),
         "missing_world": by("status", "missing_world"),
-        "harness_error": by("status", "harness_error"),
+        "harness_error": sorted(
+            line["run"] for line in lines if line["status"] == "harness_error" or line.get("harness_errors")
+        ),
         "input_error": by("status", "input_error"),
         "input_errors": input_errors,
     }
-
-
-TABLE_COLUMNS = [cls.value for cls in PairClass] + ["missing_world", "harness_error", "input_error"]
 
 
 # --- executors ----------------------------------------------------------------------------------
@@ -257,12 +284,22 @@ def execute_local(runs: list[Run], jobs: int, work: Callable[[list[Run]], list[d
                 on_line(line)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending = {pool.submit(work, part) for part in _chunks(runs, chunk)}
+        chunks = {pool.submit(work, part): part for part in _chunks(runs, chunk)}
+        pending = set(chunks)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                for line in future.result():
+                for line in _chunk_lines(future, chunks[future]):
                     on_line(line)
+
+
+def _chunk_lines(future: Any, part: list[Run]) -> list[dict[str, Any]]:
+    """A chunk's result lines; a worker that died takes its chunk with it, as harness errors."""
+    try:
+        return future.result()
+    except Exception as exc:  # BrokenProcessPool, a worker killed by the kernel, an unpicklable result
+        return [{**_base_line(run), "status": "harness_error", "error": f"worker failed: {type(exc).__name__}: {exc}"}
+                for run in part]
 
 
 def execute_dask(runs: list[Run], scheduler: str, work: Callable[[list[Run]], list[dict[str, Any]]],
@@ -271,9 +308,11 @@ def execute_dask(runs: list[Run], scheduler: str, work: Callable[[list[Run]], li
     from dask.distributed import Client, as_completed  # optional dependency: the `dask` extra
 
     with Client(scheduler) as client:
-        futures = client.map(work, _chunks(runs, chunk), pure=False)
+        parts = _chunks(runs, chunk)
+        futures = client.map(work, parts, pure=False)
+        chunk_of = {future.key: part for future, part in zip(futures, parts)}
         for future in as_completed(futures):
-            for line in future.result():
+            for line in _chunk_lines(future, chunk_of[future.key]):
                 on_line(line)
 
 
@@ -308,14 +347,21 @@ def revalidate(
     """
     out = Path(out)
     progress = progress or Progress()
+    if executor == "dask" and not scheduler:
+        raise InputError(None, "--scheduler", "--executor dask needs the address of a Dask scheduler")
+    if fmt != "auto":
+        get_adapter(fmt)  # an unknown format fails here, before anything is written
     load_worlds(worlds_dir)  # fail fast, in this process, on a bad worlds directory
     found = discover(paths, fmt)
-    out.mkdir(parents=True, exist_ok=True)
-    results_path = out / RESULTS
-    lines = read_results(results_path)
-    todo = [run for run in found.runs if run.run_id not in lines]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        results_path = out / RESULTS
+        lines = read_results(results_path)
+        writer = ResultsFile(results_path)
+    except OSError as exc:
+        raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
+    todo = [run for run in found.runs if not _settled(lines.get(run.run_id), run)]
     progress.start(len(found.runs), len(found.runs) - len(todo))
-    writer = ResultsFile(results_path)
 
     def on_line(line: dict[str, Any]) -> None:
         writer.append(line)
@@ -326,8 +372,6 @@ def revalidate(
     chunk = max(1, min(25, len(todo) // max(1, jobs * 8)))
     try:
         if executor == "dask":
-            if not scheduler:
-                raise ValueError("--executor dask needs --scheduler ADDRESS")
             execute_dask(todo, scheduler, work, on_line, chunk)
         else:
             execute_local(todo, jobs, work, on_line, chunk)
@@ -335,9 +379,7 @@ def revalidate(
         writer.close()
         if jobs <= 1 and executor != "dask":
             close_worker()
-    order = {run.run_id: run.order for run in found.runs}
-    finish_results(results_path, lines, order)
-    ordered = sorted(lines.values(), key=lambda line: (order.get(line["run"], len(order)), line["run"]))
+    ordered = finish_results(results_path, lines, found.runs)
     summary = summarise(ordered, found.errors)
     write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
     write_atomic(out / "index.html", batch_index_html(ordered, summary))

@@ -251,8 +251,11 @@ def revalidate(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, j
     except InputError as exc:
         _fail(exc.line())
         sys.exit(EXIT_BAD_INPUT)
-    except (UnknownName, ValueError) as exc:
-        _fail(str(exc))
+    except UnknownName as exc:
+        _fail(f"--format: {exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    except OSError as exc:  # an output path that cannot be written, a scheduler that does not answer
+        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
         sys.exit(EXIT_BAD_INPUT)
     print_revalidation(console, summary)
     for error in summary["input_errors"]:
@@ -278,6 +281,9 @@ def corpus(count: int, seed: int, fmt: str, out_dir: str) -> None:
         sys.exit(EXIT_BAD_INPUT)
     except UnknownName as exc:
         _fail(f"--format: {exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    except OSError as exc:
+        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
         sys.exit(EXIT_BAD_INPUT)
     click.echo(
         f"wrote {count} runs ({fmt}) to {out_dir}: {len(manifest.over_penalised)} over-penalised, "

@@ -219,8 +219,9 @@ def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
         _add_node(graph, call, position)
         _add_data_edges(graph, index, real_tokens, call)
         _add_state_edges(graph, writers, initial, call)
-        index.add(node, "arguments", call.call.arguments)
+        # Arguments last: a token the call was given and echoed back is the argument's, not new output.
         index.add(node, "output", _fed_output(call))
+        index.add(node, "arguments", call.call.arguments)
         _register_writes(writers, call)
     _mark_counterfactual(graph)
     return graph
@@ -257,7 +258,7 @@ def _add_data_edges(graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTok
         if hit is None or path in explained:
             continue
         source, field, source_path = hit
-        if source == call.key or (source, path, token) in seen:
+        if (source, path, token) in seen:
             continue
         seen.add((source, path, token))
         if whole:
@@ -291,7 +292,7 @@ def _reads(call: CallReplay, world: str) -> tuple[str, ...]:
 def _add_state_edges(
     graph: nx.MultiDiGraph, writers: dict[str, dict[str, str]], initial: frozenset[str], call: CallReplay
 ) -> None:
-    linked: set[tuple[str, str]] = set()
+    linked: set[tuple[str, str, str]] = set()
     for world in ("real", "stub"):
         for resource in _reads(call, world):
             writer = writers[world].get(resource)
@@ -301,9 +302,9 @@ def _add_state_edges(
                 source, why = WORLD_NODE, "held in the initial state"
             else:
                 continue
-            if (source, resource) in linked:
+            if (source, resource, world) in linked:
                 continue
-            linked.add((source, resource))
+            linked.add((source, resource, world))
             graph.add_edge(source, call.key, kind="state", resource=resource, world=world,
                            explanation=f"{call.key} depends on {resource}, which {source} {why}")
 

@@ -60,6 +60,10 @@ HINT = "use --runtime docker or --runtime inprocess"
 MiB = 1024 * 1024
 
 
+# A reused sandbox's server accumulates CPU time against RLIMIT_CPU: retire it well before the limit.
+WORLDS_PER_SANDBOX = 200
+
+
 @dataclass(frozen=True)
 class SandboxOptions:
     """What ``get_runtime("sandbox", **options)`` accepts."""
@@ -198,6 +202,7 @@ class _Sandbox:
         self.client: EnvClient | None = None
         self.info: dict[str, Any] = {}
         self.tainted = False  # ran a tool that may leave state outside the world root: never reuse
+        self.worlds = 0  # worlds hosted so far: a sandbox is retired before its server's CPU limit nears
         self._start(principals, staging, bwrap)
 
     def _start(self, principals: Mapping[str, Mapping[str, Any]], staging: str, bwrap: str | None) -> None:
@@ -476,12 +481,17 @@ class SandboxRuntime(Runtime):
                     break
             else:
                 return None
-        return sandbox if sandbox.alive() else None
+        if sandbox.alive():
+            return sandbox
+        self._release(sandbox)
+        return None
 
     def _finish(self, key: str, sandbox: _Sandbox) -> None:
         """A world closed: keep its sandbox for the next world if it is clean and alive, else end it."""
         client = sandbox.client
-        keep = not self._closed and not sandbox.tainted and client is not None and not client.broken and sandbox.alive()
+        sandbox.worlds += 1
+        keep = (not self._closed and not sandbox.tainted and client is not None and not client.broken
+                and sandbox.worlds < WORLDS_PER_SANDBOX and sandbox.alive())
         if keep:
             try:
                 client.request("close", timeout=10.0)

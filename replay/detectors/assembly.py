@@ -39,10 +39,10 @@ def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Fi
         for argument in call.call.arguments:
             if relevant is not None and argument not in relevant:
                 continue
-            sources = [
+            sources = [  # pieces earlier calls *produced*: an echo of an earlier argument is not assembly
                 (source, data)
                 for source, data in argument_sources(graph, call.key, argument)
-                if source != WORLD_NODE and graph.nodes[source]["turn"] < call.turn
+                if source != WORLD_NODE and data["source_field"] == "output" and graph.nodes[source]["turn"] < call.turn
             ]
             turns = sorted({graph.nodes[source]["turn"] for source, _ in sources})
             if len(turns) < 2:

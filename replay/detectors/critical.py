@@ -25,7 +25,7 @@ def _stopper(call: CallReplay) -> str | None:
     if real.error_code in ("504", "timeout"):
         return "a timeout"
     if real.status == "ok":
-        return "an idempotent replay (nothing applied)"
+        return "nothing applied (an idempotent replay, or a call that matched nothing)"
     return f"{real.error_code}" + (f" ({real.error})" if real.error else "")
 
 

@@ -170,3 +170,38 @@ def test_the_shipped_corpus_is_what_the_generator_writes(tmp_path):
     for path in sorted(p for p in shipped.rglob("*") if p.is_file()):
         again = tmp_path / "again" / path.relative_to(shipped)
         assert again.read_bytes() == path.read_bytes(), f"{path.relative_to(shipped)} drifted: regenerate the corpus"
+
+
+def test_runs_no_longer_among_the_inputs_leave_the_results(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    lines = (runs / "runs.jsonl").read_text().splitlines()
+    (runs / "runs.jsonl").write_text("\n".join(lines[:6]) + "\n")
+    (runs / "more.jsonl").write_text("\n".join(lines[6:]) + "\n")
+    out = tmp_path / "out"
+    batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    (runs / "more.jsonl").unlink()
+    summary = batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    assert summary["runs"] == 6
+    assert len((out / "results.jsonl").read_text().splitlines()) == 6
+
+
+def test_repeated_trajectory_ids_get_ids_that_do_not_depend_on_which_files_are_read(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    line = (runs / "runs.jsonl").read_text().splitlines()[0]
+    (runs / "b.jsonl").write_text(line + "\n" + line + "\n")
+    first = {run.run_id for run in batch.discover([runs]).runs}
+    (runs / "a.jsonl").write_text(line + "\n")
+    second = {run.run_id for run in batch.discover([runs]).runs}
+    assert len(second) == len(batch.discover([runs]).runs), "every run keeps its own id"
+    assert {i for i in first if "@" in i} <= second, "adding a file does not rename the runs already there"
+
+
+def test_missing_worlds_and_harness_errors_are_tried_again_on_resume(tmp_path, monkeypatch):
+    worlds, runs, _ = _make_batch(tmp_path)
+    out = tmp_path / "out"
+    kept = (worlds / "benign-run.yaml").read_text()
+    (worlds / "benign-run.yaml").unlink()
+    assert batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)["missing_world"] == ["benign-run-0"]
+    (worlds / "benign-run.yaml").write_text(kept)
+    summary = batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    assert summary["missing_world"] == [] and summary["runs"] == 11

@@ -99,3 +99,27 @@ def test_decoded_pieces_are_followed(secret, transform):
 def test_tokens_of_splits_paths_and_keeps_numbers():
     tokens = {p.token for p in tokens_of({"path": "/srv/app/config.yaml", "amount": 2400.0, "n": 7, "ok": True})}
     assert tokens == {"/srv/app/config.yaml", "srv", "app", "config.yaml", "2400"}
+
+
+def test_a_failed_write_that_a_later_call_relied_on_is_linked_in_the_stub_world_too():
+    world = {"principals": ["alice"], "files": {"tree": {"/workspace/a.txt": "x"}}}
+    result = _replay(world, [
+        {"calls": [{"tool": "write_file", "arguments": {"path": "/workspace/a.txt", "content": "new"},
+                    "result": {"status": "error", "error": "disk full"}}]},
+        {"calls": [{"tool": "read_file", "arguments": {"path": "/workspace/a.txt"}}]},
+    ])
+    graph = build_graph(result)
+    worlds = {d["world"] for u, v, d in edges_of_kind(graph, "state") if (u, v) == ("t1.c1", "t2.c1")}
+    assert worlds == {"real", "stub"}
+
+
+def test_a_token_the_call_was_given_and_echoed_back_is_not_a_divergence():
+    world = {"principals": ["alice"], "files": {"tree": {}}}
+    result = _replay(world, [
+        {"calls": [{"tool": "write_file", "arguments": {"path": "/workspace/report-2291.txt", "content": "x"},
+                    "result": {"status": "ok", "output": {"path": "/workspace/report-2291.txt", "bytes": 1}}}]},
+        {"calls": [{"tool": "read_file", "arguments": {"path": "/workspace/report-2291.txt"}}]},
+    ])
+    graph = build_graph(result)
+    assert edges_of_kind(graph, "divergence") == []
+    assert [d["source_field"] for u, v, d in edges_of_kind(graph, "data") if d["token"] == "/workspace/report-2291.txt"] == ["arguments"]
