@@ -266,7 +266,7 @@ class FilesReal(_Files):
             self._owned_root = tempfile.mkdtemp(prefix="litmus-files-")
         self.root = os.path.realpath(env.root if env.root is not None else self._owned_root)
         os.makedirs(self.root, exist_ok=True)
-        self._hash_cache: dict[tuple[int, int, int, int, int], str] = {}
+        self._scanner = TreeScanner()
         self._as_root = os.geteuid() == 0
         self._owner = self._default_owner() if self._as_root else None
         if self._owner is not None:
@@ -494,36 +494,53 @@ class FilesReal(_Files):
     # state
 
     def snapshot(self) -> dict[str, str]:
+        return self._scanner.scan(self.root)
+
+
+class TreeScanner:
+    """The state of a real directory tree, as the files domain digests it: ``files:<world path>`` ->
+    type, mode, owner and content hash or link target. Iterative (a command can nest directories deeper
+    than Python's stack); content hashes cached on (inode, size, mtime, ctime)."""
+
+    def __init__(self) -> None:
+        self._hash_cache: dict[tuple[int, ...], str] = {}
+
+    def scan(self, root: str) -> dict[str, str]:
         state: dict[str, str] = {}
-        self._scan(self.root, "", state)
+        stack = [(root, "")]
+        while stack:
+            directory, world = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue  # unreadable to this process: its entries are not observable here
+            for entry in entries:
+                path = f"{world}/{entry.name}"
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        target = os.readlink(entry.path)
+                    except OSError:
+                        target = "?"
+                    state[f"files:{path}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + target)
+                elif stat.S_ISDIR(st.st_mode):
+                    state[f"files:{path}"] = digest("dir", st.st_mode, st.st_uid)
+                    stack.append((entry.path, path))
+                elif stat.S_ISREG(st.st_mode):
+                    state[f"files:{path}"] = digest("file", st.st_mode, st.st_uid, f"sha256={self._sha256(entry.path, st)}")
+                else:
+                    state[f"files:{path}"] = digest("other", st.st_mode, st.st_uid)
         return state
 
-    def _scan(self, host_dir: str, world_dir: str, state: dict[str, str]) -> None:
-        try:
-            entries = list(os.scandir(host_dir))
-        except OSError:
-            return  # unreadable to this process: its entries are not observable here
-        for entry in entries:
-            world = f"{world_dir}/{entry.name}"
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                state[f"files:{world}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + os.readlink(entry.path))
-            elif stat.S_ISDIR(st.st_mode):
-                state[f"files:{world}"] = digest("dir", st.st_mode, st.st_uid)
-                self._scan(entry.path, world, state)
-            elif stat.S_ISREG(st.st_mode):
-                sha = self._sha256(entry.path, st)
-                state[f"files:{world}"] = digest("file", st.st_mode, st.st_uid, f"sha256={sha}")
-            else:
-                state[f"files:{world}"] = digest("other", st.st_mode, st.st_uid)
-
     def _sha256(self, host: str, st: os.stat_result) -> str:
-        """Content hash, cached on (inode, size, mtime, ctime) so unchanged files are not re-read."""
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         cached = self._hash_cache.get(key)
         if cached is None:
-            try:
-                fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:  # never through a link, never blocking on a FIFO a command swapped in
+                fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
             except OSError:
                 return "unreadable"
             sha = hashlib.sha256()

@@ -40,7 +40,6 @@ digests as the files domain), so a command's effects on files are its effects.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import posixpath
 import shutil
@@ -54,7 +53,7 @@ from ..domain import Call, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import ensure_within, host_path, trace_in_root
 from . import _command
-from .files import DIR_MODE, digest
+from .files import DIR_MODE, TreeScanner
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_TIMEOUT = 20.0  # below the runtimes' default 30 s backstop, so a long command is a 504, not a lost world
@@ -193,7 +192,7 @@ class ShellReal(_Shell):
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
         self.root = os.path.realpath(env.root) if env.root is not None else None
-        self._hash_cache: dict[tuple[int, ...], str] = {}
+        self._scanner = TreeScanner()
         self._subreaper = False
 
     @tool
@@ -287,58 +286,8 @@ class ShellReal(_Shell):
         return home if os.path.isdir(home) and not os.path.islink(home) else cwd
 
     def snapshot(self) -> dict[str, str]:
-        if self.root is None:
-            return {}
-        state: dict[str, str] = {}
-        self._scan(self.root, "", state)
-        return state
-
-    def _scan(self, host_dir: str, world_dir: str, state: dict[str, str]) -> None:
-        """The world's tree as the files domain digests it (same ids, same digests), without recursion
-        limits: a command can nest directories deeper than Python's stack."""
-        stack = [(host_dir, world_dir)]
-        while stack:
-            directory, world = stack.pop()
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue
-            for entry in entries:
-                path = f"{world}/{entry.name}"
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if stat.S_ISLNK(st.st_mode):
-                    try:
-                        target = os.readlink(entry.path)
-                    except OSError:
-                        target = "?"
-                    state[f"files:{path}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + target)
-                elif stat.S_ISDIR(st.st_mode):
-                    state[f"files:{path}"] = digest("dir", st.st_mode, st.st_uid)
-                    stack.append((entry.path, path))
-                elif stat.S_ISREG(st.st_mode):
-                    state[f"files:{path}"] = digest("file", st.st_mode, st.st_uid, f"sha256={self._sha256(entry.path, st)}")
-                else:
-                    state[f"files:{path}"] = digest("other", st.st_mode, st.st_uid)
-
-    def _sha256(self, host: str, st: os.stat_result) -> str:
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        cached = self._hash_cache.get(key)
-        if cached is None:
-            try:
-                fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-            except OSError:
-                return "unreadable"
-            sha = hashlib.sha256()
-            try:
-                while chunk := os.read(fd, 1 << 16):
-                    sha.update(chunk)
-            finally:
-                os.close(fd)
-            cached = self._hash_cache[key] = sha.hexdigest()
-        return cached
+        """The world's tree as the files domain digests it (same ids, same digests)."""
+        return self._scanner.scan(self.root) if self.root is not None else {}
 
 
 @contextmanager
