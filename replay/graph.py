@@ -146,8 +146,9 @@ def tokens_of(value: Any) -> Iterator[Piece]:
 
 
 def _fed_output(call: CallReplay) -> Any:
-    """The output the agent saw: the recorded one when the trajectory kept it, else the stub's."""
-    if call.call.result is not None and call.call.result.output is not None:
+    """The output the agent saw: the recorded result's when the trajectory kept one (an error with no
+    output showed the agent nothing to carry on), else the stub's."""
+    if call.call.result is not None:
         return call.call.result.output
     return call.stub.output
 

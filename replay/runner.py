@@ -78,12 +78,11 @@ def iter_scenario_runs(paths: Iterable[str | Path], real_runtime: Runtime, batch
             replayer = Replayer(scenario.policy, real_runtime=real_runtime)
             for trajectory in scenario.trajectories:
                 try:
-                    result = replayer.replay(trajectory, scenario.spec.world, scenario.name)
+                    run = analyse(scenario, replayer.replay(trajectory, scenario.spec.world, scenario.name))
                 except Exception as exc:  # one trajectory's crash never stops the batch
                     batch.errors.append(
                         f"{file}: trajectory {trajectory.id!r}: could not be replayed: {type(exc).__name__}: {exc}"
                     )
                     continue
-                run = analyse(scenario, result)
                 batch.runs.append(run)
                 yield run
