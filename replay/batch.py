@@ -52,6 +52,15 @@ class Run:
     file: str
     trajectory: Trajectory
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Runs travel to worker processes as JSON, which pydantic reads back several times faster than
+        # it unpickles a model.
+        return _run_from_json, (self.run_id, self.order, self.file, self.trajectory.model_dump_json())
+
+
+def _run_from_json(run_id: str, order: int, file: str, trajectory: str) -> Run:
+    return Run(run_id, order, file, Trajectory.model_validate_json(trajectory))
+
 
 @dataclass
 class Discovery:
