@@ -6,7 +6,7 @@ best of several rounds. The calls chain through data (arguments carrying earlier
 
 Goal: 10,000 calls under 1 s, and 10x the calls costing at most 12x the time.
 
-Run: python benchmarks/graph_build.py [--sizes 100 1000 10000] [--rounds 3]
+Run: python benchmarks/graph_build.py [--sizes 100 1000 10000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def measure(n: int, rounds: int) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     print(f"# graph_build.py --sizes {' '.join(map(str, args.sizes))} --rounds {args.rounds}")
     print(f"# python {platform.python_version()} on {platform.machine()}; best of {args.rounds}; replay not timed")
