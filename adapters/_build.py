@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -228,3 +228,20 @@ def require_calls(trajectories: list[Trajectory], file: str, field: str, detail:
         suffix = f" ({detail})" if detail else ""
         raise AdapterError(file, field, one_line(f"holds no tool call{suffix}; nothing to replay"))
     return trajectories
+
+
+def walk_chat_messages(
+    messages: Doc, builder: "Builder", arguments_key: str, result_of: Callable[[Doc, str | None], dict[str, Any]]
+) -> None:
+    """The role-tagged message lists AgentDojo and inspect_ai both log: an assistant message is a turn
+    with its ``tool_calls``; a ``tool`` message answers its ``tool_call_id``. The formats differ only in
+    where the arguments sit and how a failure is marked, which the caller supplies."""
+    for message in messages.elements():
+        role = message.need("role").as_str()
+        if role == "assistant":
+            builder.turn(text_of(message.opt("content")))
+            calls = message.opt("tool_calls")
+            for call in calls.elements() if calls is not None else ():
+                builder.call(call.need("function").as_name(), call.opt(arguments_key), call.id_at("id"))
+        elif role == "tool":
+            builder.result(message.id_at("tool_call_id"), result_of(message, text_of(message.opt("content"))))

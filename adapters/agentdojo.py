@@ -24,26 +24,21 @@ from typing import Any
 
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import Builder, error, ok, require_calls, text_of
+from ._build import Builder, error, ok, require_calls, walk_chat_messages
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
 _KEYS = {"suite_name", "user_task_id", "messages"}
 
 
+def _result(message: Doc, output: str | None) -> dict[str, Any]:
+    """AgentDojo marks a failed call with an ``error`` string on the tool message."""
+    failure = message.str_at("error")
+    return error(failure, output or None) if failure else ok(output)
+
+
 def _walk(messages: Doc, builder: Builder) -> None:
-    for message in messages.elements():
-        role = message.need("role").as_str()
-        if role == "assistant":
-            builder.turn(text_of(message.opt("content")))
-            calls = message.opt("tool_calls")
-            for call in calls.elements() if calls is not None else ():
-                builder.call(call.need("function").as_name(), call.opt("args"), call.id_at("id"))
-        elif role == "tool":
-            output = text_of(message.opt("content"))
-            failure = message.str_at("error")
-            result = error(failure, output or None) if failure else ok(output)
-            builder.result(message.id_at("tool_call_id"), result)
+    walk_chat_messages(messages, builder, "args", _result)
 
 
 def original_verdict(root: Doc) -> OriginalVerdict | None:

@@ -38,7 +38,7 @@ from typing import Any
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, require_calls, text_of
+from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, require_calls, walk_chat_messages
 from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes
 from .base import Adapter, Probe, register_adapter
 
@@ -122,24 +122,18 @@ def resolve_attachments(value: Any, attachments: dict[str, Any]) -> Any:
 # -- mapping ----------------------------------------------------------------------------------------
 
 
+def _result(message: Doc, output: str | None) -> dict[str, Any]:
+    """inspect_ai marks a failed call with an ``error`` object ``{type, message}`` on the tool message."""
+    failure = message.opt("error")
+    if failure is None:
+        return ok(output)
+    kind = failure.str_at("type") or "error"
+    detail = failure.str_at("message")
+    return error(f"{kind}: {detail}" if detail else kind, output)
+
+
 def _walk(messages: Doc, builder: Builder) -> None:
-    for message in messages.elements():
-        role = message.need("role").as_str()
-        if role == "assistant":
-            builder.turn(text_of(message.opt("content")))
-            calls = message.opt("tool_calls")
-            for call in calls.elements() if calls is not None else ():
-                builder.call(call.need("function").as_name(), call.opt("arguments"), call.id_at("id"))
-        elif role == "tool":
-            output = text_of(message.opt("content"))
-            failure = message.opt("error")
-            if failure is not None:
-                kind = failure.str_at("type") or "error"
-                detail = failure.str_at("message")
-                result = error(f"{kind}: {detail}" if detail else kind, output)
-            else:
-                result = ok(output)
-            builder.result(message.id_at("tool_call_id"), result)
+    walk_chat_messages(messages, builder, "arguments", _result)
 
 
 def score_label(value: Any) -> str | None:
