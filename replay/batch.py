@@ -27,10 +27,9 @@ from typing import Any, Callable, Iterable, Iterator
 from litmus_replay.adapters import get_adapter, load_trajectories
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
-from .detectors import run_detectors
+from .analysis import analyse
 from .engine import Replayer
 from .errors import InputError, UnknownName
-from .graph import build_graph
 from .model import Trajectory
 from .report.atomic import write_atomic
 from .report.html import batch_index_html, trajectory_html
@@ -161,24 +160,23 @@ def _replay_one(run: Run, worlds: dict[str, TaskWorld], runtime: Runtime, out_di
         return {**line, "status": "input_error", "error": f"tools unknown to the world of {world.task!r}: {', '.join(unknown)}"}
     report = f"reports/{_safe_name(run.run_id)}.html" if out_dir is not None else None
     try:
-        result = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.task)
-        graph = build_graph(result)
-        findings = run_detectors(graph, result)
+        replay = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.task)
+        analysis = analyse(replay, source=run.file)
         if report is not None:
-            write_atomic(Path(out_dir) / report, trajectory_html((result, graph, findings)))
+            write_atomic(Path(out_dir) / report, trajectory_html(analysis))
     except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
         return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
-    revalidation = result.revalidation
+    revalidation = replay.revalidation
     return {
         **line,
         "status": "ok",
         "revalidated": revalidation.revalidated.value,
         "finding": revalidation.finding,
-        "calls": len(result.calls),
-        "classes": dict(sorted(Counter(call.pair.cls.value for call in result.calls).items())),
+        "calls": len(replay.calls),
+        "classes": dict(sorted(Counter(cls.value for cls in analysis.classes.values()).items())),
         "critical": {key: cls.value for key, cls in revalidation.critical.items()},
-        "findings": sorted(Counter(f.kind for f in findings).items()),
-        "harness_errors": sum(1 for call in result.calls if call.harness_error),
+        "findings": sorted(Counter(analysis.finding_kinds).items()),
+        "harness_errors": sum(1 for call in replay.calls if call.harness_error),
         "report": report,
     }
 

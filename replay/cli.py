@@ -21,6 +21,7 @@ from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names
 
 from . import __version__
+from .analysis import Analysis
 from .errors import InputError, UnknownName
 from .model import json_schema
 from .report import (
@@ -37,7 +38,7 @@ from .report import (
     write_json,
 )
 from .report.atomic import write_atomic
-from .runner import Batch, ScenarioRun, iter_scenario_runs
+from .runner import Batch, iter_scenario_runs
 
 DEFAULT_RUNTIME = "sandbox"  # real semantics behind Linux namespaces: the embedded default
 EXIT_MISMATCH = 1
@@ -120,13 +121,12 @@ def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, mar
     """Replay scenario files (or directories of them) and print each call's pair."""
     console = _console()
 
-    def show(run: ScenarioRun) -> None:
+    def show(run: Analysis) -> None:
         if not quiet:
-            print_trajectory(console, run.result, run.problems if run.scenario.spec.expect else None, run.findings)
+            print_trajectory(console, run)
 
     batch = _replay(paths, runtime, show)
-    results = [run.result for run in batch.runs]
-    print_run_summary(console, results, len(batch.failed), len(batch.checked), len(batch.errors))
+    print_run_summary(console, batch.runs, len(batch.errors))
     reports = [
         (json_path, lambda path: write_json(run_document(batch.runs, batch.errors), path)),
         (markdown_path, lambda path: write_atomic(path, markdown_report(batch.runs, batch.errors))),
@@ -151,10 +151,10 @@ def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, mar
 def check(paths: tuple[str, ...], runtime: str) -> None:
     """Validate scenarios and replay them against their expected classes; exit 1 on a mismatch."""
 
-    def show(run: ScenarioRun) -> None:
-        label = f"{run.scenario.path}: {run.label}"
-        revalidated = run.result.revalidation.revalidated.value
-        if not run.scenario.spec.expect:
+    def show(run: Analysis) -> None:
+        label = f"{run.source}: {run.label}"
+        revalidated = run.replay.revalidation.revalidated.value
+        if run.problems is None:
             click.echo(f"{label}: ok (no expectations) — {revalidated}")
         elif run.problems:
             click.echo(f"{label}: FAILED — " + "; ".join(run.problems))
@@ -193,9 +193,9 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         sys.exit(EXIT_BAD_INPUT)
     runs = batch.runs
     if trajectory_id is not None:
-        runs = [run for run in runs if trajectory_id in (run.result.trajectory.id, run.label)]
+        runs = [run for run in runs if trajectory_id in (run.replay.trajectory.id, run.label)]
         if not runs:
-            valid = ", ".join(run.result.trajectory.id for run in batch.runs) or "none"
+            valid = ", ".join(run.replay.trajectory.id for run in batch.runs) or "none"
             _fail(f"{scenario}: --trajectory: no trajectory {trajectory_id!r}; choose one of: {valid}")
             sys.exit(EXIT_BAD_INPUT)
     if not runs:
@@ -204,7 +204,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
     chosen = runs[0]
     if len(runs) > 1:
         click.echo(f"litmus-replay: {scenario} holds {len(runs)} trajectories; drawing {chosen.label} "
-                   f"(choose with --trajectory: {', '.join(run.result.trajectory.id for run in runs)})", err=True)
+                   f"(choose with --trajectory: {', '.join(run.replay.trajectory.id for run in runs)})", err=True)
     text = GRAPH_FORMATS[fmt](chosen)
     if output:
         try:

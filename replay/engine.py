@@ -64,7 +64,6 @@ class TrajectoryReplay:
     calls: list[CallReplay]
     revalidation: Revalidation
     scenario: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     # What the graph and detectors read besides the calls; not part of the report itself.
     world: Mapping[str, Any] = field(default_factory=dict, repr=False)
     policy: Policy | None = field(default=None, repr=False)
@@ -79,7 +78,6 @@ class TrajectoryReplay:
             "principal": self.trajectory.principal,
             "original_verdict": verdict.model_dump() if verdict else None,
             "revalidation": self.revalidation.to_dict(),
-            **self.extra,
             "calls": [call.to_dict() for call in self.calls],
         }
 

@@ -2,16 +2,14 @@
 
 from .export import graph_document, to_dot, to_graphml
 from .html import IndexEntry, index_html, page_name, trajectory_html, write_html_dir
-from .json_report import REPORT_VERSION, Analysed, analysed, run_document, trajectory_document, write_json
+from .json_report import REPORT_VERSION, run_document, trajectory_document, write_json
 from .markdown import markdown_report
 from .schema import committed_report_schema, report_schema
 from .terminal import print_revalidation, print_run_summary, print_trajectory
 
 __all__ = [
     "REPORT_VERSION",
-    "Analysed",
     "IndexEntry",
-    "analysed",
     "committed_report_schema",
     "graph_document",
     "index_html",

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
 from .. import __version__
+from ..analysis import Analysis, class_counts
 from ..engine import CallReplay
 from ..scoring import PairClass
 from .atomic import write_atomic
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, preview
 from .export import CLASS_COLOURS, EDGE_STYLES
-from .json_report import Analysed, RunLike, analysed, class_counts
 from .svg import ESCAPE_COLOUR, escape_edges, graph_svg
 
 __all__ = ["IndexEntry", "index_html", "page_name", "trajectory_html", "write_html_dir"]
@@ -140,10 +140,10 @@ def _call_details(call: CallReplay) -> str:
     return f"<details><summary>arguments &amp; outputs</summary>{body}</details>"
 
 
-def _pair_table(run: Analysed) -> str:
+def _pair_table(run: Analysis) -> str:
     head = "".join(f"<th>{escape(column)}</th>" for column in PAIR_COLUMNS)
     rows = []
-    for call in run.result.calls:
+    for call in run.replay.calls:
         evidence = "".join(f"<li>{escape(line)}</li>" for line in evidence_lines(call))
         commit = call.commit.policy_verdict if call.commit else "-"
         rows.append(
@@ -157,7 +157,7 @@ def _pair_table(run: Analysed) -> str:
     return f'<table class="pairs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _findings(run: Analysed) -> str:
+def _findings(run: Analysis) -> str:
     if not run.findings:
         return '<p class="sub">No findings.</p>'
     escapes, _ = escape_edges(run.graph, run.findings)
@@ -179,8 +179,8 @@ def _findings(run: Analysed) -> str:
     return f'<ul class="findings">{"".join(items)}</ul>{note}'
 
 
-def _summary(run: Analysed) -> str:
-    result = run.result
+def _summary(run: Analysis) -> str:
+    result = run.replay
     trajectory = result.trajectory
     revalidation = result.revalidation
     original = trajectory.original_verdict.label if trajectory.original_verdict else "none"
@@ -194,7 +194,7 @@ def _summary(run: Analysed) -> str:
             f'<a class="mono" href="#{escape("call-" + key, quote=True)}">{escape(key)}</a> {_pill(cls.value)}'
             for key, cls in revalidation.critical.items()
         )))
-    counts = {cls: n for cls, n in class_counts([result]).items() if n}
+    counts = {cls: n for cls, n in class_counts([run]).items() if n}
     rows.append(("calls", f"{len(result.calls)} · " + " ".join(_pill(cls, f"{cls} {n}") for cls, n in counts.items())))
     if run.problems is not None:
         rows.append(("expectations", '<span class="problems">FAILED: ' + escape("; ".join(run.problems)) + "</span>"
@@ -202,10 +202,9 @@ def _summary(run: Analysed) -> str:
     return '<dl class="summary" id="summary">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
 
 
-def trajectory_html(item: RunLike) -> str:
+def trajectory_html(run: Analysis) -> str:
     """One self-contained page: summary, the causal graph by turn, the pair table and the findings."""
-    run = analysed(item)
-    result = run.result
+    result = run.replay
     name = result.scenario or result.trajectory.id
     title = f"{name} · {result.trajectory.id}"
     description = ""
@@ -227,16 +226,16 @@ class IndexEntry(NamedTuple):
     """A page written for one trajectory: its address relative to the index, and what it shows."""
 
     href: str
-    run: RunLike
+    run: Analysis
 
 
 def index_html(entries: Iterable[IndexEntry], errors: Sequence[str] = ()) -> str:
     """The run's index: one row per trajectory page, the class counts, and the input errors."""
-    entries = [IndexEntry(entry.href, analysed(entry.run)) for entry in entries]
-    counts = class_counts(entry.run.result for entry in entries)
+    entries = list(entries)
+    counts = class_counts(entry.run for entry in entries)
     rows = []
     for entry in entries:
-        result = entry.run.result
+        result = entry.run.replay
         original = result.trajectory.original_verdict.label if result.trajectory.original_verdict else "none"
         high = sum(1 for finding in entry.run.findings if finding.severity == "high")
         problems = entry.run.problems
@@ -270,10 +269,10 @@ def index_html(entries: Iterable[IndexEntry], errors: Sequence[str] = ()) -> str
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def page_name(run: RunLike, taken: set[str] | None = None) -> str:
+def page_name(run: Analysis, taken: set[str] | None = None) -> str:
     """A file name for a trajectory's page, from its scenario and trajectory id: only ``[A-Za-z0-9._-]``
     (ids are recorded content: no separators, no leading dot), unique within ``taken``."""
-    result = analysed(run).result
+    result = run.replay
     parts = [result.scenario or "trajectory", result.trajectory.id]
     stem = "--".join(_UNSAFE_NAME.sub("-", part).strip("-.") or "x" for part in parts)[:120]
     name, number = f"{stem}.html", 2
@@ -284,7 +283,7 @@ def page_name(run: RunLike, taken: set[str] | None = None) -> str:
     return name
 
 
-def write_html_dir(runs: Iterable[RunLike], directory: str | Path, errors: Sequence[str] = ()) -> list[Path]:
+def write_html_dir(runs: Iterable[Analysis], directory: str | Path, errors: Sequence[str] = ()) -> list[Path]:
     """One page per trajectory and an ``index.html`` linking them, each written atomically; the paths written."""
     directory = Path(directory)
     taken: set[str] = set()

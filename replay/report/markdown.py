@@ -10,8 +10,8 @@ import re
 from html import escape
 from typing import Iterable, Sequence
 
+from ..analysis import Analysis, class_counts
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell
-from .json_report import RunLike, analysed, class_counts
 
 __all__ = ["markdown_report"]
 
@@ -36,10 +36,10 @@ def _row(cells: Iterable[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def markdown_report(runs: Iterable[RunLike], errors: Sequence[str] = ()) -> str:
+def markdown_report(runs: Iterable[Analysis], errors: Sequence[str] = ()) -> str:
     """The whole run as one Markdown document."""
-    items = [analysed(item) for item in runs]
-    counts = class_counts(run.result for run in items)
+    items = list(runs)
+    counts = class_counts(items)
     checked = [run for run in items if run.problems is not None]
     failed = [run for run in checked if run.problems]
     lines = ["# litmus-replay run", ""]
@@ -57,7 +57,7 @@ def markdown_report(runs: Iterable[RunLike], errors: Sequence[str] = ()) -> str:
         lines += [f"- {_text(error)}" for error in errors]
         lines.append("")
     for run in items:
-        result = run.result
+        result = run.replay
         trajectory = result.trajectory
         revalidation = result.revalidation
         original = trajectory.original_verdict.label if trajectory.original_verdict else "none"

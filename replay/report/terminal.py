@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..detectors import Finding
-from ..engine import TrajectoryReplay
+from ..analysis import Analysis, class_counts
 from ..scoring import PairClass
 from .cells import class_cell, outcome_cell
-from .json_report import class_counts
 
 CLASS_STYLE = {
     PairClass.CONFIRMED_MISUSE: "bold red",
@@ -26,19 +24,10 @@ CLASS_STYLE = {
 FINDING_STYLE = {"high": "bold red", "warning": "yellow", "info": "dim"}
 
 
-def _finding_dicts(result: TrajectoryReplay, findings: Sequence[Finding] | None) -> list[Mapping[str, Any]]:
-    if findings is None:  # callers that predate the explicit argument: what the runner left on the replay
-        return list(result.extra.get("findings", []))
-    return [finding.to_dict() for finding in findings]
-
-
-def print_trajectory(
-    console: Console,
-    result: TrajectoryReplay,
-    problems: list[str] | None = None,
-    findings: Sequence[Finding] | None = None,
-) -> None:
-    """The pair table, the trajectory's re-validation line, and its findings (never-proposed critical rules left out)."""
+def print_trajectory(console: Console, run: Analysis) -> None:
+    """The pair table, the trajectory's re-validation line, its expectations when it had any, and its
+    findings (never-proposed critical rules left out)."""
+    result, problems = run.replay, run.problems
     trajectory = result.trajectory
     original = trajectory.original_verdict.label if trajectory.original_verdict else "none"
     title = f"{result.scenario or trajectory.id} · trajectory {trajectory.id} as {trajectory.principal} · original verdict: {original}"
@@ -70,17 +59,20 @@ def print_trajectory(
         else:
             line.append(" · expectations met", style="green")
     console.print(line)
-    for finding in _finding_dicts(result, findings):
-        if finding["kind"] == "critical_decision" and finding["severity"] == "info" and not finding["nodes"]:
+    for finding in run.findings:
+        if finding.kind == "critical_decision" and finding.severity == "info" and not finding.nodes:
             continue
-        console.print(Text(f"  ! {finding['kind']}: {finding['sentence']}", style=FINDING_STYLE[finding["severity"]]))
+        console.print(Text(f"  ! {finding.kind}: {finding.sentence}", style=FINDING_STYLE[finding.severity]))
     console.print()
 
 
-def print_run_summary(console: Console, results: list[TrajectoryReplay], failed: int, checked: int, errors: int) -> None:
-    counts = class_counts(results)
+def print_run_summary(console: Console, runs: Sequence[Analysis], errors: int) -> None:
+    """One line: trajectories, calls, calls per class, expectations met, input errors."""
+    counts = class_counts(runs)
     calls = sum(counts.values())
-    parts = [f"{len(results)} trajectories", f"{calls} calls"]
+    checked = sum(1 for run in runs if run.problems is not None)
+    failed = sum(1 for run in runs if run.problems)
+    parts = [f"{len(runs)} trajectories", f"{calls} calls"]
     parts += [f"{cls} {n}" for cls, n in counts.items() if n]
     if checked:
         parts.append(f"expectations {checked - failed}/{checked} met")

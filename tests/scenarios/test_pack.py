@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from litmus_replay.replay.detectors import DETECTORS
+from litmus_replay.replay.analysis import analyse
 from litmus_replay.replay.engine import Replayer
-from litmus_replay.replay.runner import analyse
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 from litmus_replay.replay.scoring import PairClass
 
@@ -30,8 +30,8 @@ def test_scenario_matches_its_expectations(path):
     scenario = load_scenario(path)
     assert scenario.spec.expect is not None, "every pack scenario states what it expects"
     for trajectory in scenario.trajectories:
-        run = analyse(scenario, Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name))
-        assert set(scenario.spec.expect.calls) == {call.key for call in run.result.calls}, "every call's class is stated"
+        run = analyse(Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name), scenario)
+        assert set(scenario.spec.expect.calls) == {call.key for call in run.replay.calls}, "every call's class is stated"
         assert run.problems == []
 
 

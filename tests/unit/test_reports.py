@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from litmus_replay.envs.runtime import get_runtime
+from litmus_replay.replay.analysis import Analysis, analyse
 from litmus_replay.replay.cli import main
 from litmus_replay.replay.detectors import run_detectors
 from litmus_replay.replay.engine import Replayer
@@ -29,7 +30,7 @@ from litmus_replay.replay.report import (
     trajectory_html,
     write_html_dir,
 )
-from litmus_replay.replay.runner import Batch, ScenarioRun, iter_scenario_runs
+from litmus_replay.replay.runner import Batch, iter_scenario_runs
 from litmus_replay.replay.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +74,7 @@ HOSTILE = textwrap.dedent(
 )
 
 
-def _runs(*paths: Path) -> list[ScenarioRun]:
+def _runs(*paths: Path) -> list[Analysis]:
     batch = Batch()
     with get_runtime("inprocess") as runtime:
         runs = list(iter_scenario_runs(paths, runtime, batch))
@@ -82,7 +83,7 @@ def _runs(*paths: Path) -> list[ScenarioRun]:
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory) -> ScenarioRun:
+def hostile(tmp_path_factory) -> Analysis:
     path = tmp_path_factory.mktemp("hostile") / "hostile.yaml"
     path.write_text(HOSTILE)
     (run,) = _runs(path)
@@ -90,7 +91,7 @@ def hostile(tmp_path_factory) -> ScenarioRun:
 
 
 @pytest.fixture(scope="module")
-def symlink() -> ScenarioRun:
+def symlink() -> Analysis:
     (run,) = _runs(SYMLINK)
     return run
 
@@ -151,7 +152,7 @@ def test_html_is_self_contained(symlink):
 
 @pytest.mark.parametrize("name", ["symlink", "hostile"])
 def test_svg_has_one_node_per_call_and_every_edge_by_kind(request, name):
-    run: ScenarioRun = request.getfixturevalue(name)
+    run: Analysis = request.getfixturevalue(name)
     parsed = _parse(trajectory_html(run))
     nodes = [attrs for _, attrs in parsed.elements if {"node", "call"} <= _classes(attrs)]
     assert sorted(attrs["data-key"] for attrs in nodes) == sorted(call_nodes(run.graph))
@@ -163,7 +164,7 @@ def test_svg_has_one_node_per_call_and_every_edge_by_kind(request, name):
     for attrs in nodes:
         assert f"cls-{run.graph.nodes[attrs['data-key']]['pair_class']}" in _classes(attrs)
     page = trajectory_html(run)
-    for call in run.result.calls:  # hover: the node's <title> names the call and holds its arguments and outputs
+    for call in run.replay.calls:  # hover: the node's <title> names the call and holds its arguments and outputs
         title = re.search(rf'data-key="{re.escape(call.key)}"[^>]*><title>([^<]*)</title>', page)
         assert title and "arguments: " in title.group(1) and "stub output: " in title.group(1)
     assert page.count("<title>") == 1 + len(nodes) + 1 + len(edges)  # page, calls, world, edges
@@ -227,7 +228,7 @@ _OTHER_LINE = re.compile(rf"^  (?:(?:graph|node|edge) \[.*\];|rankdir=LR;|\{{ ra
 
 @pytest.mark.parametrize("name", ["symlink", "hostile"])
 def test_dot_has_a_line_per_node_and_per_edge(request, name):
-    run: ScenarioRun = request.getfixturevalue(name)
+    run: Analysis = request.getfixturevalue(name)
     lines = to_dot(run.graph).splitlines()
     assert lines[0].startswith("digraph ") and lines[0].endswith("{") and lines[-1] == "}"
     nodes = [json.loads(m.group(1)) for m in map(_NODE_LINE.match, lines) if m]
@@ -242,7 +243,7 @@ def test_dot_has_a_line_per_node_and_per_edge(request, name):
 
 @pytest.mark.parametrize("name", ["symlink", "hostile"])
 def test_graphml_round_trips(request, name):
-    run: ScenarioRun = request.getfixturevalue(name)
+    run: Analysis = request.getfixturevalue(name)
     back = nx.read_graphml(io.StringIO(to_graphml(run.graph)))
     assert set(back.nodes) == set(run.graph.nodes)
     assert sorted((u, v, d["kind"]) for u, v, d in back.edges(data=True)) == sorted(
@@ -287,10 +288,10 @@ def test_markdown_holds_every_call_key_and_no_raw_html(symlink, hostile):
 def test_json_document_does_not_need_the_runners_side_channel(symlink):
     scenario = load_scenario(SYMLINK)
     result = Replayer(scenario.policy).replay(scenario.trajectories[0], scenario.spec.world, scenario.name)
-    assert "findings" not in result.extra
+    assert "findings" not in result.to_dict()
     graph = build_graph(result)
     findings = run_detectors(graph, result)
-    document = run_document([(result, graph, findings)])
+    document = run_document([analyse(result)])
     (trajectory,) = document["results"]
     assert [f["kind"] for f in trajectory["findings"]] == [f.kind for f in findings]
     assert {n["id"] for n in trajectory["graph"]["nodes"]} == {"world", "t1.c1", "t2.c1"}

@@ -1,0 +1,83 @@
+"""What a replayed trajectory means: its causal graph, the detectors' findings, its calls' classes and,
+for a scenario that states expectations, where the replay fell short of them.
+
+:func:`analyse` is the one way from a replay to its :class:`Analysis`; the scenario runner, the batch and
+every report read the value it returns, so a report never rebuilds a graph or reads findings off the replay.
+
+Examples
+--------
+>>> result = Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name)  # doctest: +SKIP
+>>> analysis = analyse(result, scenario)                                      # doctest: +SKIP
+>>> analysis.classes, [finding.kind for finding in analysis.findings], analysis.problems  # doctest: +SKIP
+({'t1.c1': <PairClass.CONFIRMED_SAFE: 'confirmed_safe'>}, ['critical_decision'], [])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import networkx as nx
+
+from .detectors import Finding, run_detectors
+from .engine import TrajectoryReplay
+from .graph import build_graph
+from .scenario import Scenario
+from .scoring import PairClass
+
+__all__ = ["Analysis", "analyse", "class_counts"]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One replayed trajectory with its causal graph and findings.
+
+    ``problems`` lists the scenario's expectations the replay missed (empty: all met), or is ``None`` when
+    nothing was expected of it; ``source`` is the file the trajectory was read from, where known.
+    """
+
+    replay: TrajectoryReplay
+    graph: nx.MultiDiGraph
+    findings: list[Finding]
+    problems: list[str] | None = None
+    source: Path | str | None = None
+
+    @property
+    def label(self) -> str:
+        """``scenario/trajectory`` (the task stands in for the scenario in a batch), or the trajectory id."""
+        trajectory = self.replay.trajectory.id
+        return f"{self.replay.scenario}/{trajectory}" if self.replay.scenario else trajectory
+
+    @property
+    def classes(self) -> dict[str, PairClass]:
+        """Each call's pair class, by call key, in call order."""
+        return {call.key: call.pair.cls for call in self.replay.calls}
+
+    @property
+    def finding_kinds(self) -> list[str]:
+        return [finding.kind for finding in self.findings]
+
+
+def analyse(replay: TrajectoryReplay, scenario: Scenario | None = None, source: Path | str | None = None) -> Analysis:
+    """Build the causal graph, run the detectors and, given the scenario replayed, check its expectations."""
+    graph = build_graph(replay)
+    findings = run_detectors(graph, replay)
+    problems = None
+    if scenario is not None:
+        source = scenario.path if source is None else source
+        if scenario.spec.expect is not None:
+            problems = scenario.check(
+                {call.key: call.pair.cls for call in replay.calls},
+                {call.key: call.pair.reason for call in replay.calls},
+                replay.revalidation.revalidated,
+                [finding.kind for finding in findings],
+            )
+    return Analysis(replay, graph, findings, problems, source)
+
+
+def class_counts(analyses: Iterable[Analysis]) -> dict[str, int]:
+    """How many calls fell in each pair class, every class named (zero included), in class order."""
+    counts = Counter(call.pair.cls.value for analysis in analyses for call in analysis.replay.calls)
+    return {cls.value: counts[cls.value] for cls in PairClass}
