@@ -25,7 +25,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 def timed(out: Path, **options) -> tuple[float, dict]:
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
-    summary = batch.revalidate([CORPUS / "runs"], CORPUS / "worlds", out, **options)
+    summary = batch.run_batch([CORPUS / "runs"], CORPUS / "worlds", out, **options)
     return time.perf_counter() - started, summary
 
 

@@ -334,7 +334,7 @@ class Progress:
     advance: Callable[[dict[str, Any]], None] = lambda line: None
 
 
-def revalidate(
+def run_batch(
     paths: Iterable[str | Path],
     worlds_dir: str | Path,
     out: str | Path,

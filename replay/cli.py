@@ -216,7 +216,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         click.echo(text, nl=False)
 
 
-@main.command()
+@main.command("revalidate")
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("--worlds", "worlds_dir", required=True, type=click.Path(), help="Directory of world files, by task.")
 @click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of the runs.")
@@ -227,7 +227,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
 @click.option("--no-reports", is_flag=True, help="Skip the per-run HTML reports.")
-def revalidate(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, jobs: int, executor: str,
+def revalidate_command(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, jobs: int, executor: str,
                scheduler: str | None, out_dir: str, no_reports: bool) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes."""
@@ -246,7 +246,7 @@ def revalidate(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, j
     _open_runtime(runtime).close()  # say now, in one line, if the runtime cannot run here
     try:
         with bar:
-            summary = batch.revalidate(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
+            summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
                                        scheduler=scheduler, reports=not no_reports, progress=hooks)
     except InputError as exc:
         _fail(exc.line())

@@ -16,7 +16,7 @@ from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime
 
 from .model import RecordedResult, ToolCall, Trajectory
 from .policy import Judgement, Policy
-from .scoring import PairScore, ResolutionContext, Revalidation, classify_pair, revalidate
+from .scoring import PairScore, ResolutionContext, Revalidation, classify_pair, revalidate_trajectory
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Replayer:
             if call.proposal_judgement.critical or (call.commit_judgement and call.commit_judgement.critical)
         }
         original = trajectory.original_verdict.label if trajectory.original_verdict else None
-        result = revalidate(original, (call.pair.cls for call in calls), critical)
+        result = revalidate_trajectory(original, (call.pair.cls for call in calls), critical)
         return TrajectoryReplay(
             trajectory, calls, result, scenario, world=world, policy=self.policy, initial_resources=initial
         )

@@ -14,6 +14,8 @@ from .engine import Replayer
 from .errors import InputError
 from .scenario import find_scenarios, load_scenario
 
+__all__ = ["Batch", "iter_scenario_runs"]
+
 
 @dataclass
 class Batch:

@@ -210,7 +210,7 @@ class Revalidation:
         }
 
 
-def revalidate(original: str | None, classes: Iterable[PairClass], critical: dict[str, PairClass]) -> Revalidation:
+def revalidate_trajectory(original: str | None, classes: Iterable[PairClass], critical: dict[str, PairClass]) -> Revalidation:
     """Compare a benchmark's verdict with the re-validated class of its trajectory."""
     revalidated = trajectory_class(classes)
     label = (original or "").strip().lower()

@@ -21,7 +21,7 @@ from litmus_replay.replay.errors import InputError
 
 from .generator import PlannedRun, plan_corpus, planted_counts, record
 from .manifest import CorpusManifest, PlantedRun
-from .tasks import TaskWorld, task_worlds
+from .tasks import CorpusWorld, corpus_worlds
 from .templates import TEMPLATES
 from .writers import WRITERS, Placed, get_writer
 
@@ -58,7 +58,7 @@ def generate_corpus(n: int, seed: int, fmt: str, out: Path) -> CorpusManifest:
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CorpusError(str(out), None, "already exists and is not an empty directory; name a new directory")
-    worlds = task_worlds()
+    worlds = corpus_worlds()
     runs = record(plan_corpus(n, seed), worlds)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
@@ -85,7 +85,7 @@ def write_corpus(n: int, seed: int, fmt: str, out: str | os.PathLike[str]) -> Co
     return generate_corpus(n, seed, fmt, Path(out))
 
 
-def _write_worlds(worlds: dict[str, TaskWorld], directory: Path) -> None:
+def _write_worlds(worlds: dict[str, CorpusWorld], directory: Path) -> None:
     for name, world in sorted(worlds.items()):
         text = yaml.safe_dump(world.to_file(), sort_keys=False, allow_unicode=True, width=120)
         (directory / f"{name}.yaml").write_text(text, encoding="utf-8")

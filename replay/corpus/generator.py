@@ -23,10 +23,10 @@ from typing import Any, Mapping
 from litmus_replay.envs import Outcome
 from litmus_replay.envs.runtime import get_runtime
 from litmus_replay.replay.model import OriginalVerdict, RecordedResult, Trajectory
-from litmus_replay.replay.scoring import PairClass, revalidate
+from litmus_replay.replay.scoring import PairClass, revalidate_trajectory
 
 from .draft import call_id_factory
-from .tasks import TaskWorld
+from .tasks import CorpusWorld
 from .templates import TEMPLATES, Template
 
 STUDY_RUNS, STUDY_OVER, STUDY_UNDER = 1200, 37, 9
@@ -87,8 +87,8 @@ class PlannedRun:
 
 
 def expected_finding(verdict: str, cls: PairClass) -> str:
-    """The finding ``replay.scoring.revalidate`` gives a trajectory of class ``cls`` scored ``verdict``."""
-    return revalidate(verdict, [cls], {}).finding
+    """The finding ``replay.scoring.revalidate_trajectory`` gives a trajectory of class ``cls`` scored ``verdict``."""
+    return revalidate_trajectory(verdict, [cls], {}).finding
 
 
 def _half_up(value: float) -> int:
@@ -151,7 +151,7 @@ def plan_run(run_id: str, category: Category, seed: int) -> PlannedRun:
     return PlannedRun(run_id, category.name, template.name, trajectory, draft.prompt, rng.choice(MODELS), overrides)
 
 
-def record(runs: list[PlannedRun], worlds: Mapping[str, TaskWorld]) -> list[PlannedRun]:
+def record(runs: list[PlannedRun], worlds: Mapping[str, CorpusWorld]) -> list[PlannedRun]:
     """Fill every call's recorded result with what the stub world (the harness) answers."""
     runtime = get_runtime("inprocess")
     out = []

@@ -29,7 +29,7 @@ class PlantedRun:
     ambient_session: str | None
     original_verdict: str
     expected_class: str  # the trajectory class a replay gives
-    expected_finding: str  # what replay.scoring.revalidate says of the original verdict
+    expected_finding: str  # what replay.scoring.revalidate_trajectory says of the original verdict
     calls: int
     file: str  # relative to the corpus directory
 

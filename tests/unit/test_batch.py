@@ -43,7 +43,7 @@ def _make_batch(root: Path, copies: int = 1) -> tuple[Path, Path, dict[str, str]
 
 def test_summary_names_exactly_the_over_and_under_penalised_runs(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path)
-    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess")
+    summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess")
     assert summary["over_penalised"] == sorted(f"{name}-0" for name in (
         "full-balance-transfer-held-at-gate", "idempotent-retry-counted-twice", "mass-delete-refused-403",
         "rate-limited-transfers-429", "stale-update-refused-409"))
@@ -60,7 +60,7 @@ def test_summary_names_exactly_the_over_and_under_penalised_runs(tmp_path):
 def test_a_run_without_a_world_is_reported_not_dropped(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path)
     (worlds / "benign-run.yaml").unlink()
-    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
     assert summary["missing_world"] == ["benign-run-0"]
     assert summary["runs"] == 11
 
@@ -75,7 +75,7 @@ def test_a_run_that_crashes_is_a_harness_error_and_the_batch_goes_on(tmp_path, m
         return original(self, trajectory, world, scenario)
 
     monkeypatch.setattr(batch.Replayer, "replay", crash_one)
-    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
     assert summary["harness_error"] == ["benign-run-0"]
     assert len(summary["over_penalised"]) == 5
 
@@ -83,7 +83,7 @@ def test_a_run_that_crashes_is_a_harness_error_and_the_batch_goes_on(tmp_path, m
 def test_an_unreadable_run_file_is_an_input_error_line(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path)
     (runs / "broken.jsonl").write_text('{"id": "x", "principal": ')
-    summary = batch.revalidate([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
     (error,) = summary["input_errors"]
     assert "broken.jsonl" in error and "\n" not in error
     assert summary["runs"] == 11
@@ -92,11 +92,11 @@ def test_an_unreadable_run_file_is_an_input_error_line(tmp_path):
 def test_a_torn_last_line_is_cut_and_its_run_replayed(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path)
     out = tmp_path / "out"
-    batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
     complete = (out / "results.jsonl").read_bytes()
     lines = complete.splitlines(keepends=True)
     (out / "results.jsonl").write_bytes(b"".join(lines[:4]) + lines[4][:20])
-    batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
     assert (out / "results.jsonl").read_bytes() == complete
 
 
@@ -141,9 +141,9 @@ def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
 def test_dask_local_cluster_gives_the_same_results(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     worlds, runs, _ = _make_batch(tmp_path, copies=2)
-    local = batch.revalidate([runs], worlds, tmp_path / "local", runtime="inprocess", reports=False)
+    local = batch.run_batch([runs], worlds, tmp_path / "local", runtime="inprocess", reports=False)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        on_dask = batch.revalidate([runs], worlds, tmp_path / "dask", runtime="inprocess", reports=False,
+        on_dask = batch.run_batch([runs], worlds, tmp_path / "dask", runtime="inprocess", reports=False,
                                    executor="dask", scheduler=cluster.scheduler_address)
     assert on_dask == local
     assert (tmp_path / "dask" / "results.jsonl").read_bytes() == (tmp_path / "local" / "results.jsonl").read_bytes()
@@ -154,7 +154,7 @@ def test_revalidate_finds_exactly_the_planted_runs_in_every_corpus_format(tmp_pa
     from litmus_replay.replay.corpus import write_corpus
 
     manifest = write_corpus(150, 3, fmt, tmp_path / "corpus")
-    summary = batch.revalidate([tmp_path / "corpus" / "runs"], tmp_path / "corpus" / "worlds", tmp_path / "out",
+    summary = batch.run_batch([tmp_path / "corpus" / "runs"], tmp_path / "corpus" / "worlds", tmp_path / "out",
                                runtime="inprocess", jobs=2, reports=False)
     assert summary["runs"] == 150 and not summary["input_errors"] and not summary["missing_world"]
     assert summary["over_penalised"] == sorted(manifest.over_penalised)
@@ -178,9 +178,9 @@ def test_runs_no_longer_among_the_inputs_leave_the_results(tmp_path):
     (runs / "runs.jsonl").write_text("\n".join(lines[:6]) + "\n")
     (runs / "more.jsonl").write_text("\n".join(lines[6:]) + "\n")
     out = tmp_path / "out"
-    batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
     (runs / "more.jsonl").unlink()
-    summary = batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    summary = batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
     assert summary["runs"] == 6
     assert len((out / "results.jsonl").read_text().splitlines()) == 6
 
@@ -201,7 +201,7 @@ def test_missing_worlds_and_harness_errors_are_tried_again_on_resume(tmp_path, m
     out = tmp_path / "out"
     kept = (worlds / "benign-run.yaml").read_text()
     (worlds / "benign-run.yaml").unlink()
-    assert batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)["missing_world"] == ["benign-run-0"]
+    assert batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)["missing_world"] == ["benign-run-0"]
     (worlds / "benign-run.yaml").write_text(kept)
-    summary = batch.revalidate([runs], worlds, out, runtime="inprocess", reports=False)
+    summary = batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
     assert summary["missing_world"] == [] and summary["runs"] == 11

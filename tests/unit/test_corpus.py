@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from litmus_replay.adapters import DEFAULT_PRINCIPAL, detect_format, load_trajectories
 from litmus_replay.replay.corpus import FORMATS, TEMPLATES, CorpusError, CorpusManifest, generate_corpus, plan_corpus, planted_counts, write_corpus
 from litmus_replay.replay.corpus.generator import Category, plan_run, record
-from litmus_replay.replay.corpus.tasks import task_worlds
+from litmus_replay.replay.corpus.tasks import corpus_worlds
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.errors import InputError, UnknownName
 from litmus_replay.replay.model import Trajectory
@@ -101,7 +101,7 @@ def test_calls_per_run_stay_within_3_to_30(corpus):
 def test_the_mix_spans_every_domain_and_class(corpus):
     _, _, manifest = corpus
     counts = manifest.counts()
-    assert set(counts["by_task"]) == set(task_worlds())
+    assert set(counts["by_task"]) == set(corpus_worlds())
     assert set(counts["by_class"]) == {"confirmed_misuse", "confirmed_safe", "proposal_only_misuse", "commit_only_misuse", "unscoreable"}
 
 
@@ -149,7 +149,7 @@ def test_same_seed_same_bytes_other_seed_other_runs(tmp_path, fmt):
 @given(seed=st.integers(), n=st.integers(1, 150))
 def test_any_seed_gives_a_self_consistent_plan(seed, n):
     runs = plan_corpus(n, seed)
-    worlds = task_worlds()
+    worlds = corpus_worlds()
     assert len(runs) == n and len({run.id for run in runs}) == n
     findings = Counter(run.expected_finding for run in runs)
     assert (findings["over_penalised"], findings["under_penalised"]) == planted_counts(n)
@@ -168,7 +168,7 @@ TEMPLATE_CATEGORIES = [Category("any", name, verdict) for name in sorted(TEMPLAT
 @settings(max_examples=60)
 @given(category=st.sampled_from(TEMPLATE_CATEGORIES), seed=st.integers())
 def test_every_template_gives_its_class_for_any_seed(category, seed):
-    worlds = task_worlds()
+    worlds = corpus_worlds()
     (run,) = record([plan_run("run-0001", category, seed)], worlds)
     world = worlds[run.trajectory.task]
     replay = Replayer(Policy.compile(PolicySpec.model_validate(world.policy))).replay(run.trajectory, world.world)
