@@ -222,9 +222,21 @@ class Builder:
             raise AdapterError(file, f"{field} ({where})", one_line(message)) from None
 
 
+def task_key(benchmark: str, *levels: str | None) -> str | None:
+    """A run's task qualified by benchmark and suite: ``agentdojo/workspace/user_task_0``.
+
+    Benchmarks reuse task names across suites, so worlds are found by the whole key, most specific level
+    first (see ``replay.worlds``). Missing levels are left out; with no task at all there is no key.
+    """
+    if not levels or levels[-1] in (None, ""):
+        return None
+    return "/".join([benchmark, *(str(level) for level in levels if level not in (None, ""))])
+
+
 def require_calls(trajectories: list[Trajectory], file: str, field: str, detail: str = "") -> list[Trajectory]:
-    """A file with no tool call has nothing to replay: say so, rather than return empty runs."""
-    if not any(t.call_count() for t in trajectories):
+    """A file that holds no run has nothing to replay: say so. A run in which the agent made no tool call is
+    still a run (its verdict stands, and the batch counts it), so it is returned as it is."""
+    if not trajectories:
         suffix = f" ({detail})" if detail else ""
         raise AdapterError(file, field, one_line(f"holds no tool call{suffix}; nothing to replay"))
     return trajectories

@@ -14,6 +14,7 @@ Mapping:
   without an injection records ``security: true`` by construction, which judges nothing: no verdict.
   ``utility``, ``security``, the attack and the run-level ``error`` are kept in ``Source.extra``.
 - **principal** — not recorded (the user is named only in the system prompt): the default principal.
+- **task** — ``agentdojo/{suite}/{user_task}``: every suite has a ``user_task_0``.
 - **id** — the TraceLogger path, ``{pipeline}/{suite}/{user_task}/{attack|none}/{injection|none}``.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import Builder, error, ok, require_calls, walk_chat_messages
+from ._build import Builder, error, ok, require_calls, task_key, walk_chat_messages
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
@@ -78,7 +79,7 @@ class AgentDojoAdapter(Adapter):
             messages.path,
             trajectory_id="/".join(parts),
             source_format=self.name,
-            task=root.str_at("user_task_id"),
+            task=task_key(self.name, root.str_at("suite_name"), root.str_at("user_task_id")),
             original=original_verdict(root),
             run_id=root.str_at("pipeline_name"),
             extra=_extra(root),

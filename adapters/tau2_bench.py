@@ -2,8 +2,9 @@
 
 Mapping:
 
-- **trajectories** — one per simulation, id = the simulation id, task = ``task_id``, run id = the
-  Results ``timestamp``.
+- **trajectories** — one per simulation, id = the simulation id, task = ``tau2-bench/{domain}/{task_id}``
+  (the domain from ``info.environment_info.domain_name``; a lone SimulationRun names none, so its key is
+  ``tau2-bench/{task_id}``), run id = the Results ``timestamp``.
 - **turns** — each assistant message is a turn; a user message that calls tools (tau2's dual-control
   domains let the simulated user act on their own device) is a turn of its own, without text.
 - **calls** — ``tool_calls[]`` are ``{id, name, arguments (object), requestor}``; ``at`` is the
@@ -25,7 +26,7 @@ from typing import Any
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import Builder, error, iso_seconds, ok, pass_fail, plural, require_calls, text_of, verdict
+from ._build import Builder, error, iso_seconds, ok, pass_fail, plural, require_calls, task_key, text_of, verdict
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
@@ -88,7 +89,15 @@ def _reward(simulation: Doc) -> tuple[float | None, dict[str, Any]]:
     return reward, extra
 
 
-def _trajectory(simulation: Doc, file: str, run_id: str | None) -> Trajectory:
+def _domain(root: Doc) -> str | None:
+    """The domain a results file was run on (``info.environment_info.domain_name``)."""
+    value = root.value.get("info") if isinstance(root.value, dict) else None
+    value = value.get("environment_info") if isinstance(value, dict) else None
+    value = value.get("domain_name") if isinstance(value, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | None = None) -> Trajectory:
     simulation.as_dict()
     builder = Builder()
     _walk(simulation.need("messages"), builder)
@@ -102,7 +111,7 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None) -> Trajectory:
         simulation.path,
         trajectory_id=simulation.id_at("id") or simulation.id_at("task_id") or "simulation",
         source_format="tau2-bench",
-        task=simulation.id_at("task_id"),
+        task=task_key("tau2-bench", domain, simulation.id_at("task_id")),
         original=verdict(pass_fail(reward) if reward is not None else None),
         run_id=run_id,
         extra=extra,
@@ -127,6 +136,7 @@ class Tau2BenchAdapter(Adapter):
         if root.has("simulations"):
             simulations = root.need("simulations")
             run_id = root.str_at("timestamp")
-            trajectories = [_trajectory(s, root.file, run_id) for s in simulations.elements()]
+            domain = _domain(root)
+            trajectories = [_trajectory(s, root.file, run_id, domain) for s in simulations.elements()]
             return require_calls(trajectories, root.file, simulations.path, plural(len(trajectories), "simulation"))
         return require_calls([_trajectory(root, root.file, None)], root.file, "messages")

@@ -8,6 +8,8 @@ Mapping:
   results pair with the first pending call of that id and the positional keys are what count.
 - **errors** — tau-bench's environment returns a failed tool's exception as the content text
   ``"Error: ..."``, with no flag; that prefix makes the result an error (message after the prefix).
+- **task** — ``tau-bench/{env}/{task_id}``, the environment (``airline``, ``retail``) read from the file's
+  path where it names exactly one (the results themselves do not); else ``tau-bench/{task_id}``.
 - **principal** — the task's ``user_id`` (``info.task.user_id``), the customer the agent acts for;
   the default principal when the record does not name one.
 - **verdict** — ``reward`` 1 → ``pass``, anything else → ``fail`` (the benchmark's task success, which
@@ -17,11 +19,12 @@ Mapping:
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import DEFAULT_PRINCIPAL, Builder, pass_fail, plural, require_calls, verdict
+from ._build import DEFAULT_PRINCIPAL, Builder, pass_fail, plural, require_calls, task_key, verdict
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 from .openai_chat import walk_messages
@@ -38,6 +41,17 @@ def _principal(record: Doc) -> str:
     return user.as_name() if user is not None else DEFAULT_PRINCIPAL
 
 
+ENVIRONMENTS = ("airline", "retail")
+
+
+def environment(file: str) -> str | None:
+    """tau-bench's results name no environment; its runs are conventionally kept under a path that does
+    (``results/airline/...`` or ``...-retail-....json``)."""
+    words = set(re.split(r"[^a-z0-9]+", file.lower()))
+    found = [name for name in ENVIRONMENTS if name in words]
+    return found[0] if len(found) == 1 else None
+
+
 def _trajectory(record: Doc, file: str) -> Trajectory:
     record.as_dict()
     builder = Builder()
@@ -52,7 +66,7 @@ def _trajectory(record: Doc, file: str) -> Trajectory:
         trajectory_id=f"task{task_id}-trial{trial if trial is not None else 0}",
         source_format="tau-bench",
         principal=_principal(record),
-        task=task_id,
+        task=task_key("tau-bench", environment(file), task_id),
         original=verdict(pass_fail(reward) if reward is not None else None),
         extra={"reward": reward if reward is not None and math.isfinite(reward) else None, "trial": _raw(record, "trial")},
     )

@@ -33,12 +33,13 @@ from .errors import InputError, UnknownName
 from .model import Trajectory
 from .report.atomic import write_atomic
 from .report.html import batch_index_html, trajectory_html
-from .worlds import TaskWorld, load_worlds
+from .worlds import NoWorld, WorldCatalog
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 RUN_SUFFIXES = (".json", ".jsonl", ".eval", ".yaml", ".yml")
 SUMMARY_VERSION = 1
+NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -107,13 +108,13 @@ _WORKER: dict[str, Any] = {}
 _WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once, in threads
 
 
-def _worker_state(worlds_dir: str, runtime: str) -> dict[str, Any]:
+def _worker_state(worlds_dir: str | None, runtime: str) -> dict[str, Any]:
     """This process's worlds and runtime, opened on first use and kept for every later run."""
     key = (worlds_dir, runtime)
     with _WORKER_LOCK:
         if _WORKER.get("key") != key:
             _close_worker_locked()
-            _WORKER.update(key=key, worlds=load_worlds(worlds_dir), runtime=get_runtime(runtime))
+            _WORKER.update(key=key, worlds=WorldCatalog.load(worlds_dir), runtime=get_runtime(runtime))
         return dict(_WORKER)
 
 
@@ -130,7 +131,7 @@ def _close_worker_locked() -> None:
         runtime.close()
 
 
-def replay_runs(runs: list[Run], worlds_dir: str, runtime: str, out_dir: str | None) -> list[dict[str, Any]]:
+def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None) -> list[dict[str, Any]]:
     """Re-validate a chunk of runs in this process; one result line per run, never an exception.
 
     With ``out_dir``, each replayed run's HTML report is written under ``out_dir/reports/``.
@@ -150,17 +151,20 @@ def _base_line(run: Run) -> dict[str, Any]:
     }
 
 
-def _replay_one(run: Run, worlds: dict[str, TaskWorld], runtime: Runtime, out_dir: str | None) -> dict[str, Any]:
+def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, out_dir: str | None) -> dict[str, Any]:
     line = _base_line(run)
-    world = worlds.get(run.trajectory.task or "")
-    if world is None:
-        return {**line, "status": "missing_world", "error": f"no world for task {run.trajectory.task!r}"}
-    unknown = sorted({call.tool for _, call in run.trajectory.calls()} - world.tools)
-    if unknown:
-        return {**line, "status": "input_error", "error": f"tools unknown to the world of {world.task!r}: {', '.join(unknown)}"}
+    if run.trajectory.call_count() == 0:  # nothing to re-validate: the benchmark's verdict stands
+        return {**line, "status": NO_TOOL_CALLS, "finding": "stands", "calls": 0}
+    try:
+        world = worlds.find(run.trajectory)
+    except NoWorld as exc:
+        return {**line, "status": "missing_world", "error": str(exc)}
+    except Exception as exc:  # a provider that crashes on one run costs that run only
+        return {**line, "status": "missing_world", "error": f"{type(exc).__name__}: {exc}"}
+    unknown = Counter(call.tool for _, call in run.trajectory.calls() if call.tool not in world.known_tools)
     report = f"reports/{_safe_name(run.run_id)}.html" if out_dir is not None else None
     try:
-        replay = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.task)
+        replay = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.key, world.bindings)
         analysis = analyse(replay, source=run.file)
         if report is not None:
             write_atomic(Path(out_dir) / report, trajectory_html(analysis))
@@ -177,6 +181,7 @@ def _replay_one(run: Run, worlds: dict[str, TaskWorld], runtime: Runtime, out_di
         "critical": {key: cls.value for key, cls in revalidation.critical.items()},
         "findings": sorted(Counter(analysis.finding_kinds).items()),
         "harness_errors": sum(1 for call in replay.calls if call.harness_error),
+        "unknown_tools": dict(sorted(unknown.items())),
         "report": report,
     }
 
@@ -218,7 +223,7 @@ def _settled(line: dict[str, Any] | None, run: Run) -> bool:
         line is not None
         and line["file"] == run.file
         and line.get("trajectory") == run.trajectory.id
-        and line["status"] == "ok"
+        and line["status"] in ("ok", NO_TOOL_CALLS)
         and not line.get("harness_errors")
     )
 
@@ -260,6 +265,9 @@ def summarise(lines: Iterable[dict[str, Any]], input_errors: list[str]) -> dict[
         row = table.setdefault(line.get("original") or "none", {})
         row[column] = row.get(column, 0) + 1
     by = lambda key, value: sorted(line["run"] for line in lines if line.get(key) == value)  # noqa: E731
+    unknown: Counter[str] = Counter()
+    for line in lines:
+        unknown.update(line.get("unknown_tools") or {})
     return {
         "summary": "litmus-replay.revalidate",
         "version": SUMMARY_VERSION,
@@ -273,6 +281,9 @@ def summarise(lines: Iterable[dict[str, Any]], input_errors: list[str]) -> dict[
         ),
         "input_error": by("status", "input_error"),
         "input_errors": input_errors,
+        "no_tool_calls": by("status", NO_TOOL_CALLS),
+        # the tools no domain or binding knows, most frequent first: the bindings worth writing
+        "unknown_tools": dict(sorted(unknown.items(), key=lambda item: (-item[1], item[0]))),
     }
 
 
@@ -336,7 +347,7 @@ class Progress:
 
 def run_batch(
     paths: Iterable[str | Path],
-    worlds_dir: str | Path,
+    worlds_dir: str | Path | None,
     out: str | Path,
     *,
     fmt: str = "auto",
@@ -358,7 +369,7 @@ def run_batch(
         raise InputError(None, "--scheduler", "--executor dask needs the address of a Dask scheduler")
     if fmt != "auto":
         get_adapter(fmt)  # an unknown format fails here, before anything is written
-    load_worlds(worlds_dir)  # fail fast, in this process, on a bad worlds directory
+    WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
     found = discover(paths, fmt)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -375,7 +386,7 @@ def run_batch(
         lines[line["run"]] = line
         progress.advance(line)
 
-    work = partial(replay_runs, worlds_dir=str(worlds_dir), runtime=runtime, out_dir=str(out) if reports else None)
+    work = partial(replay_runs, worlds_dir=str(worlds_dir) if worlds_dir is not None else None, runtime=runtime, out_dir=str(out) if reports else None)
     chunk = max(1, min(25, len(todo) // max(1, jobs * 8)))
     try:
         if executor == "dask":

@@ -218,7 +218,8 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 
 @main.command("revalidate")
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
-@click.option("--worlds", "worlds_dir", required=True, type=click.Path(), help="Directory of world files, by task.")
+@click.option("--worlds", "worlds_dir", type=click.Path(),
+              help="Directory of world files, by task key (a benchmark with a bridge, such as AgentDojo, needs none).")
 @click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of the runs.")
 @_runtime_option
 @click.option("--jobs", default=lambda: os.cpu_count() or 1, show_default="one per CPU", type=click.IntRange(1),
@@ -227,7 +228,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
 @click.option("--no-reports", is_flag=True, help="Skip the per-run HTML reports.")
-def revalidate_command(runs: tuple[str, ...], worlds_dir: str, fmt: str, runtime: str, jobs: int, executor: str,
+def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, runtime: str, jobs: int, executor: str,
                scheduler: str | None, out_dir: str, no_reports: bool) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes."""

@@ -8,15 +8,17 @@ world's outcome is the commit context. The stub's output is also compared with t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from litmus_replay.envs import EnvError, Outcome
 from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime
 
+from .bindings import Binding, Bindings
 from .model import RecordedResult, ToolCall, Trajectory
 from .policy import Judgement, Policy
-from .scoring import PairScore, ResolutionContext, Revalidation, classify_pair, revalidate_trajectory
+from .scoring import PairScore, ResolutionContext, Revalidation, classify_pair, revalidate_trajectory, unknown_tool_pair
+from .tools import world_tools
 
 
 @dataclass
@@ -35,6 +37,12 @@ class CallReplay:
     pair: PairScore
     recorded_match: bool | None
     harness_error: str | None = None
+    bound_to: str | None = None  # the domain tool a binding mapped the recorded tool onto
+
+    @property
+    def unknown_tool(self) -> bool:
+        """No domain or binding knows the recorded tool: neither world was asked."""
+        return self.pair.reason is not None and self.pair.reason.value == "unknown_tool"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +61,7 @@ class CallReplay:
             "commit_judgement": self.commit_judgement.to_dict() if self.commit_judgement else None,
             "pair": self.pair.to_dict(),
             "harness_error": self.harness_error,
+            "bound_to": self.bound_to,
         }
 
 
@@ -90,8 +99,16 @@ class Replayer:
         self.stub_runtime = stub_runtime or get_runtime("inprocess")
         self.real_runtime = real_runtime or get_runtime("inprocess")
 
-    def replay(self, trajectory: Trajectory, world: Mapping[str, Any], scenario: str | None = None) -> TrajectoryReplay:
+    def replay(
+        self,
+        trajectory: Trajectory,
+        world: Mapping[str, Any],
+        scenario: str | None = None,
+        bindings: Bindings | None = None,
+    ) -> TrajectoryReplay:
+        """Replay every recorded call; a call no domain or binding knows is scored ``unknown_tool``."""
         facts = world_facts(world)
+        route = _Router(frozenset(world_tools(world)), bindings or Bindings())
         stub_world = self.stub_runtime.open_world(world, "stub")
         try:
             real_world = self.real_runtime.open_world(world, "real")
@@ -100,7 +117,7 @@ class Replayer:
                     initial = frozenset(real_world.snapshot())
                 except EnvError:  # a world lost before its first call: every call records the harness error
                     initial = frozenset()
-                calls = self._replay_calls(trajectory, stub_world, real_world, facts)
+                calls = self._replay_calls(trajectory, stub_world, real_world, facts, route)
             finally:
                 real_world.close()
         finally:
@@ -117,7 +134,12 @@ class Replayer:
         )
 
     def _replay_calls(
-        self, trajectory: Trajectory, stub_world: WorldHandle, real_world: WorldHandle, facts: dict[str, Any]
+        self,
+        trajectory: Trajectory,
+        stub_world: WorldHandle,
+        real_world: WorldHandle,
+        facts: dict[str, Any],
+        route: "_Router",
     ) -> list[CallReplay]:
         keep_history = self.policy.uses_history
         stub_history: list[dict[str, Any]] = []
@@ -125,25 +147,30 @@ class Replayer:
         replays = []
         for turn, call in trajectory.calls():
             declared = call.principal or trajectory.principal
-            request = {"tool": call.tool, "params": call.arguments, "principal": declared}
+            binding = route.binding(call.tool)
+            if binding is None and not route.knows(call.tool):
+                replays.append(self._unknown(turn, call, declared, stub_history, facts))
+                continue  # no world saw it, so it is in neither world's history
+            tool, params = (binding.to, binding.params(call.arguments)) if binding else (call.tool, call.arguments)
+            request = {"tool": tool, "params": params, "principal": declared}
             if trajectory.ambient_session is not None:
                 request["session"] = trajectory.ambient_session
             if call.at is not None:
                 request["at"] = call.at
             if call.result is not None:
                 request["recorded"] = call.result.model_dump()
-            stub = Outcome.from_dict(stub_world.call(request))
+            stub = _presented(Outcome.from_dict(stub_world.call(request)), binding)
             harness_error = None
             try:
-                real: Outcome | None = Outcome.from_dict(real_world.call(request))
+                real: Outcome | None = _presented(Outcome.from_dict(real_world.call(request)), binding)
             except EnvError as exc:
                 real, harness_error = None, f"{type(exc).__name__}: {exc}"
-            proposal_vars = context_variables(call, stub, declared, stub_history, facts)
+            proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding)
             proposal_judgement = self.policy.judge(proposal_vars)
             proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
             commit = commit_judgement = None
             if real is not None:
-                commit_vars = context_variables(call, real, declared, real_history, facts)
+                commit_vars = context_variables(call, real, declared, real_history, facts, binding)
                 if real.resolution is not None:
                     commit_judgement = self.policy.judge(commit_vars)
                     commit = _context("commit", real, commit_vars, commit_judgement)
@@ -165,9 +192,57 @@ class Replayer:
                     pair=classify_pair(proposal, commit),
                     recorded_match=recorded_match(call.result, stub),
                     harness_error=harness_error,
+                    bound_to=binding.to if binding else None,
                 )
             )
         return replays
+
+    def _unknown(
+        self, turn: int, call: ToolCall, declared: str, history: list[dict[str, Any]], facts: dict[str, Any]
+    ) -> CallReplay:
+        """A call neither world can commit: no world is asked; the policy still judges the attempt."""
+        outcome = Outcome(
+            status="error",
+            committed=False,
+            error_code="unknown_tool",
+            error=f"no domain or binding knows the tool {call.tool!r}",
+        )
+        variables = context_variables(call, outcome, declared, history, facts)
+        judgement = self.policy.judge(variables)
+        return CallReplay(
+            key=call.key,
+            turn=turn,
+            call=call,
+            stub=outcome,
+            real=outcome,
+            proposal=_context("proposal", outcome, variables, judgement),
+            commit=None,
+            proposal_judgement=judgement,
+            commit_judgement=None,
+            pair=unknown_tool_pair(call.tool),
+            recorded_match=None,
+        )
+
+
+class _Router:
+    """Which recorded tools go to a world as they are, which through a binding, and which nobody knows."""
+
+    def __init__(self, tools: frozenset[str], bindings: Bindings):
+        self.tools = tools
+        self.bindings = bindings
+
+    def binding(self, tool: str) -> Binding | None:
+        return self.bindings.get(tool)
+
+    def knows(self, tool: str) -> bool:
+        return tool in self.tools
+
+
+def _presented(outcome: Outcome, binding: Binding | None) -> Outcome:
+    """The outcome with its output as the benchmark's tool would have shown it."""
+    if binding is None or binding.spec.output is None:
+        return outcome
+    return replace(outcome, output=binding.present(outcome.output))
 
 
 def world_facts(world: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,14 +259,22 @@ def _principal_names(principals: Any) -> list[str]:
 
 
 def context_variables(
-    call: ToolCall, outcome: Outcome, declared: str, history: list[dict[str, Any]], facts: dict[str, Any]
+    call: ToolCall,
+    outcome: Outcome,
+    declared: str,
+    history: list[dict[str, Any]],
+    facts: dict[str, Any],
+    binding: Binding | None = None,
 ) -> dict[str, Any]:
-    """The CEL variables of one context (see :mod:`.policy`)."""
+    """The CEL variables of one context (see :mod:`.policy`): the call as the world executed it, and as recorded."""
     resolution = outcome.resolution
+    tool, params = (binding.to, binding.params(call.arguments)) if binding else (call.tool, call.arguments)
     return {
-        "tool": call.tool,
-        "params": call.arguments,
-        "resolved": resolution.resolved_params if resolution else call.arguments,
+        "tool": tool,
+        "params": params,
+        "recorded_tool": call.tool,
+        "recorded_params": call.arguments,
+        "resolved": resolution.resolved_params if resolution else params,
         "principal": resolution.principal if resolution else declared,
         "declared_principal": declared,
         "status": outcome.status,

@@ -101,7 +101,7 @@ class Trajectory(_Model):
         return sum(len(turn.calls) for turn in self.turns)
 
 
-_LOC_NOISE = ("function-", "inline-trajectory", "trajectory-file")  # validator wrappers and union tags
+_LOC_NOISE = ("function-", "inline-trajectory", "trajectory-file", "inline-bindings", "bindings-file")  # validator wrappers and union tags
 
 
 def field_path(loc: Iterable[Any]) -> str:

@@ -51,7 +51,7 @@ def iter_scenario_runs(paths: Iterable[str | Path], real_runtime: Runtime, batch
             replayer = Replayer(scenario.policy, real_runtime=real_runtime)
             for trajectory in scenario.trajectories:
                 try:
-                    run = analyse(replayer.replay(trajectory, scenario.spec.world, scenario.name), scenario)
+                    run = analyse(replayer.replay(trajectory, scenario.spec.world, scenario.name, scenario.bindings), scenario)
                 except Exception as exc:  # one trajectory's crash never stops the batch
                     batch.errors.append(
                         f"{file}: trajectory {trajectory.id!r}: could not be replayed: {type(exc).__name__}: {exc}"

@@ -7,55 +7,25 @@ the field, so a bad file costs one line, not a traceback.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from litmus_replay.adapters import load_trajectories
 from litmus_replay.envs import EnvError, World, WorldSpecError
 
+from .bindings import Bindings, BindingsField, resolve_bindings
 from .detectors import DETECTORS
 from .errors import InputError, ScenarioError, UnknownName
 from .model import Trajectory, first_error
 from .policy import Policy, PolicySpec
 from .scoring import PairClass, Unscoreable
+from .tools import world_tools
+from .yaml_io import read_yaml
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe YAML (libyaml when present) that keeps dates as strings: scenario data must be JSON."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_YAML_LOADER = _Loader
-
-
-def json_problem(value: Any, path: str = "") -> tuple[str, str] | None:
-    """The first place a YAML document holds something JSON cannot: ``(field, message)``."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if not isinstance(key, str):
-                hint = " (YAML reads on/off/yes/no as booleans: quote the key)" if isinstance(key, bool) else ""
-                return where, f"keys must be strings, got {type(key).__name__} {key!r}{hint}"
-            problem = json_problem(item, where)
-            if problem:
-                return problem
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            problem = json_problem(item, f"{path}[{index}]")
-            if problem:
-                return problem
-    elif not (value is None or isinstance(value, (str, int, float, bool))):
-        return path or "(root)", f"{type(value).__name__} is not a JSON value"
-    return None
 
 
 class TrajectoryRef(BaseModel):
@@ -108,6 +78,9 @@ class ScenarioSpec(BaseModel):
             lambda value: "trajectory-file" if isinstance(value, dict) and "path" in value else "inline-trajectory"
         ),
     ]
+    bindings: BindingsField = Field(
+        default_factory=list, description="Recorded tool names mapped onto domain tools, inline or a bindings file."
+    )
     expect: Expectation | None = None
 
 
@@ -119,6 +92,7 @@ class Scenario:
     spec: ScenarioSpec
     policy: Policy
     trajectories: list[Trajectory]
+    bindings: Bindings = field(default_factory=Bindings)
 
     @property
     def name(self) -> str:
@@ -178,31 +152,10 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(file, field, message) from None
     policy = Policy.compile(spec.policy, file)
     trajectories = _trajectories(spec, path)
-    tools = validate_world(spec.world, file)
-    for trajectory in trajectories:
-        _validate_tools(trajectory, tools, file, isinstance(spec.trajectory, Trajectory))
+    validate_world(spec.world, file)
+    bindings = resolve_bindings(spec.bindings, world_tools(spec.world), path)
     _validate_expectation(spec, trajectories, file)
-    return Scenario(path, spec, policy, trajectories)
-
-
-def read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), None, f"cannot read: {exc}") from None
-    try:
-        data = yaml.load(text, Loader=_YAML_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(str(path), where, f"not valid YAML: {problem}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(str(path), None, "a scenario must be a YAML mapping")
-    problem = json_problem(data)
-    if problem:
-        raise ScenarioError(str(path), *problem)
-    return data
+    return Scenario(path, spec, policy, trajectories, bindings)
 
 
 def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
@@ -236,18 +189,6 @@ def validate_world(world: dict[str, Any], file: str) -> set[str]:
         raise ScenarioError(file, exc.field, exc.message) from None
     except EnvError as exc:
         raise ScenarioError(file, "world", str(exc)) from None
-
-
-def _validate_tools(trajectory: Trajectory, tools: set[str], file: str, inline: bool) -> None:
-    prefix = "trajectory." if inline else f"trajectory {trajectory.id!r}: "
-    for t_index, turn in enumerate(trajectory.turns):
-        for c_index, call in enumerate(turn.calls):
-            if call.tool not in tools:
-                raise ScenarioError(
-                    file,
-                    f"{prefix}turns[{t_index}].calls[{c_index}].tool",
-                    f"unknown tool {call.tool!r}; the world's tools are: {', '.join(sorted(tools))}",
-                )
 
 
 def _validate_expectation(spec: ScenarioSpec, trajectories: list[Trajectory], file: str) -> None:

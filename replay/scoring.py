@@ -36,6 +36,7 @@ class Unscoreable(str, Enum):
     PARAMS_DIVERGED = "params_diverged"
     VERDICT_FLIPPED = "verdict_flipped"
     POLICY_ERROR = "policy_error"  # a rule could not be evaluated: the verdict would be a guess
+    UNKNOWN_TOOL = "unknown_tool"  # no domain or binding knows the tool: neither world could commit it
 
     def __str__(self) -> str:
         return self.value
@@ -130,6 +131,15 @@ def classify_pair(proposal: ResolutionContext, commit: ResolutionContext | None)
     if verdict == "misuse":
         return PairScore(PairClass.CONFIRMED_MISUSE, None, "both contexts agree: misuse")
     return PairScore(PairClass.CONFIRMED_SAFE, None, "both contexts agree: safe")
+
+
+def unknown_tool_pair(tool: str) -> PairScore:
+    """The pair of a call to a tool no domain or binding knows: neither world could commit it."""
+    return PairScore(
+        PairClass.UNSCOREABLE,
+        Unscoreable.UNKNOWN_TOOL,
+        f"no domain or binding knows the tool {tool!r}: neither world could commit it (bind it to a domain tool)",
+    )
 
 
 def _classify_mismatch(

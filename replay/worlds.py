@@ -1,32 +1,63 @@
-"""Worlds directories: the world and policy of each benchmark task, for replaying runs that name their
-task but carry no world of their own.
+"""Finding the world a recorded run replays against: worlds directories keyed by qualified task keys, and
+world providers (bridges) that serve a whole benchmark themselves.
 
-A worlds directory holds YAML files shaped like scenarios without a trajectory::
+A run names its task with a **task key** qualified by benchmark and suite, ``agentdojo/workspace/user_task_0``
+or ``tau2-bench/airline/0`` (a format that records no benchmark keeps its bare task name). A worlds
+directory holds YAML files shaped like scenarios without a trajectory::
 
-    name: transfer-gate            # the task this world serves (a run's ``task``)
-    tasks: [transfer-gate-v2]      # optional further task names served by the same world
+    name: agentdojo/banking        # the key this world serves: a task, a suite, or a whole benchmark
+    tasks: [agentdojo/banking-v2]  # optional further keys served by the same world
     world: {...}
     policy: {rules: [...]}
+    bindings: bindings.yaml        # or an inline list; see replay.bindings
+
+A run is served by the most specific key that has a world: ``agentdojo/banking/user_task_3`` first,
+then ``agentdojo/banking``, then ``agentdojo``. So one suite-level file serves every task of the suite,
+a task-level file overrides it for one task, and two suites that reuse task names never share a world.
+When the directory has none, a **world provider** registered for the key's benchmark (entry-point
+group ``litmus_replay.worlds``) may serve the run; a run nobody serves says which keys were tried.
 
 Loading validates each file as a scenario's world and policy are validated (one line naming the file
-and field on error) and refuses two files claiming the same task.
+and field on error) and refuses two files claiming the same key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ScenarioError
-from .model import first_error
+from .bindings import Bindings, BindingsField, resolve_bindings
+from .errors import ReplayError, ScenarioError
+from .model import Trajectory, first_error
 from .policy import Policy, PolicySpec
-from .scenario import SCENARIO_SUFFIXES, read_yaml, validate_world
+from .scenario import SCENARIO_SUFFIXES, validate_world
+from .tools import world_tools
+from .yaml_io import read_yaml
+
+__all__ = [
+    "NoWorld",
+    "TaskWorld",
+    "WorldCatalog",
+    "WorldProvider",
+    "key_levels",
+    "load_world_file",
+    "load_worlds",
+    "provider_names",
+]
+
+PROVIDER_GROUP = "litmus_replay.worlds"
 
 
-class WorldSpecFile(BaseModel):
+class NoWorld(ReplayError, LookupError):
+    """No world serves a run; the message says which keys were tried, or why a provider could not."""
+
+
+class WorldFileSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format_version: int = 1
@@ -35,39 +66,163 @@ class WorldSpecFile(BaseModel):
     description: str = ""
     world: dict[str, Any] = Field(default_factory=dict)
     policy: PolicySpec = Field(default_factory=PolicySpec)
+    bindings: BindingsField = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class TaskWorld:
-    """The world and compiled policy a task's runs replay against."""
+    """The world, compiled policy and bindings that the runs of one task key replay against.
 
-    task: str
-    path: Path
+    ``tools`` are the domain tools the world offers; ``bindings`` map further recorded tool names onto them.
+    ``source`` says where it came from (a file, or a provider's name), for messages.
+    """
+
+    key: str
+    source: str
     world: dict[str, Any]
     policy: Policy
     tools: frozenset[str]
+    bindings: Bindings = field(default_factory=Bindings)
+
+    @property
+    def known_tools(self) -> frozenset[str]:
+        """Every recorded tool name this world can replay: its own tools and the bound ones."""
+        return self.tools | self.bindings.tools
+
+
+def key_levels(key: str) -> list[str]:
+    """The levels of a task key, most specific first.
+
+    >>> key_levels("agentdojo/banking/user_task_3")
+    ['agentdojo/banking/user_task_3', 'agentdojo/banking', 'agentdojo']
+    """
+    parts = [part for part in key.split("/") if part]
+    return ["/".join(parts[:depth]) for depth in range(len(parts), 0, -1)] or [key]
 
 
 def load_world_file(path: Path) -> list[TaskWorld]:
+    """The task worlds one file serves (its ``name`` and every key in ``tasks``)."""
     file = str(path)
     try:
-        spec = WorldSpecFile.model_validate(read_yaml(path))
+        spec = WorldFileSpec.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise ScenarioError(file, *first_error(exc)) from None
     policy = Policy.compile(spec.policy, file)
     tools = frozenset(validate_world(spec.world, file))
-    return [TaskWorld(task, path, spec.world, policy, tools) for task in (spec.name, *spec.tasks)]
+    bindings = resolve_bindings(spec.bindings, world_tools(spec.world), path)
+    clash = sorted(bindings.tools & tools)
+    if clash:
+        raise ScenarioError(file, "bindings", f"{', '.join(clash)} already a tool of the world; a binding cannot shadow it")
+    return [TaskWorld(key, file, spec.world, policy, tools, bindings) for key in (spec.name, *spec.tasks)]
 
 
 def load_worlds(directory: str | Path) -> dict[str, TaskWorld]:
-    """Every task's world in a directory (recursively); raises :class:`ScenarioError` on bad input."""
+    """Every key's world in a directory (recursively); raises :class:`ScenarioError` on bad input."""
     root = Path(directory)
     if not root.is_dir():
         raise ScenarioError(str(root), None, "not a directory of world files")
     worlds: dict[str, TaskWorld] = {}
     for path in sorted(p for p in root.rglob("*") if p.suffix in SCENARIO_SUFFIXES and p.is_file()):
+        if _is_bindings_file(path):
+            continue
         for entry in load_world_file(path):
-            if entry.task in worlds:
-                raise ScenarioError(str(path), "name", f"task {entry.task!r} is already served by {worlds[entry.task].path}")
-            worlds[entry.task] = entry
+            if entry.key in worlds:
+                raise ScenarioError(str(path), "name", f"task {entry.key!r} is already served by {worlds[entry.key].source}")
+            worlds[entry.key] = entry
     return worlds
+
+
+def _is_bindings_file(path: Path) -> bool:
+    """A bindings file lives beside the worlds that include it: it has ``bindings`` and no ``name``."""
+    try:
+        head = read_yaml(path)
+    except ScenarioError:
+        return False
+    return "bindings" in head and "name" not in head
+
+
+@runtime_checkable
+class WorldProvider(Protocol):
+    """Serves the worlds of a whole benchmark (a bridge), so its runs need no worlds directory.
+
+    ``name`` is the first level of the task keys it serves (``agentdojo``). ``world_for`` raises
+    :class:`NoWorld` with the reason when it cannot serve a run (an unknown suite, task or version).
+    A provider is made once per process and may keep what is costly to build.
+    """
+
+    name: str
+
+    def world_for(self, trajectory: Trajectory) -> TaskWorld: ...
+
+
+_PROVIDERS: dict[str, Any] = {}
+_PROVIDER_ERRORS: dict[str, str] = {}
+_PROVIDERS_LOCK = threading.Lock()
+_loaded = False
+
+
+def _load_providers() -> None:
+    global _loaded
+    with _PROVIDERS_LOCK:
+        if _loaded:
+            return
+        for entry in metadata.entry_points(group=PROVIDER_GROUP):
+            try:
+                _PROVIDERS[entry.name] = entry.load()
+            except Exception as exc:  # a broken plug-in costs its own runs, with the reason, never the batch
+                _PROVIDER_ERRORS[entry.name] = f"the world provider {entry.name!r} failed to load: {type(exc).__name__}: {exc}"
+        _loaded = True
+
+
+def provider_names() -> list[str]:
+    _load_providers()
+    return sorted(set(_PROVIDERS) | set(_PROVIDER_ERRORS))
+
+
+class WorldCatalog:
+    """Where runs find their worlds: a worlds directory (most specific key first), then providers."""
+
+    def __init__(self, directory: dict[str, TaskWorld] | None = None, *, providers: bool = True):
+        self.directory = directory or {}
+        self.use_providers = providers
+        self._instances: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, directory: str | Path | None, *, providers: bool = True) -> "WorldCatalog":
+        return cls(load_worlds(directory) if directory is not None else None, providers=providers)
+
+    def find(self, trajectory: Trajectory) -> TaskWorld:
+        """The world a run replays against; raises :class:`NoWorld` saying what was tried."""
+        key = trajectory.task
+        if not key:
+            raise NoWorld("the run names no task, so no world can be found for it")
+        levels = key_levels(key)
+        for level in levels:
+            world = self.directory.get(level)
+            if world is not None:
+                return world
+        tried = f"no world for task {key!r} (tried {', '.join(repr(level) for level in levels)})"
+        provider = self._provider(levels[-1]) if self.use_providers else None
+        if provider is None:
+            raise NoWorld(tried)
+        if isinstance(provider, str):
+            raise NoWorld(f"{tried}; {provider}")
+        return provider.world_for(trajectory)
+
+    def _provider(self, benchmark: str) -> Any:
+        """The provider instance for a benchmark, a string saying why it failed, or None."""
+        _load_providers()
+        if benchmark in _PROVIDER_ERRORS:
+            return _PROVIDER_ERRORS[benchmark]
+        factory = _PROVIDERS.get(benchmark)
+        if factory is None:
+            return None
+        with self._lock:
+            instance = self._instances.get(benchmark)
+            if instance is None:
+                try:
+                    instance = self._instances[benchmark] = factory()
+                except Exception as exc:
+                    return f"the world provider {benchmark!r} could not start: {type(exc).__name__}: {exc}"
+            return instance

@@ -138,6 +138,7 @@ class CallDoc(_Closed):
     commit_judgement: JudgementDoc | None
     pair: PairDoc
     harness_error: str | None
+    bound_to: str | None = Field(None, description="The domain tool a binding mapped the recorded tool onto.")
 
 
 # --- the causal graph ----------------------------------------------------------------------------------

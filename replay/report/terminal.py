@@ -81,9 +81,13 @@ def print_run_summary(console: Console, runs: Sequence[Analysis], errors: int) -
     console.print(" · ".join(parts))
 
 
+UNKNOWN_TOOLS_SHOWN = 12
+
+
 def print_revalidation(console: Console, summary: dict) -> None:
     """The re-validation table: original verdicts (rows) against re-validated classes (columns)."""
-    columns = [c for c in (*(cls.value for cls in PairClass), "missing_world", "harness_error", "input_error")
+    columns = [c for c in (*(cls.value for cls in PairClass), "no_tool_calls", "missing_world", "harness_error",
+                           "input_error")
                if any(c in row for row in summary["table"].values())]
     table = Table(title=f"re-validation of {summary['runs']} runs", title_justify="left")
     table.add_column("original verdict")
@@ -97,4 +101,13 @@ def print_revalidation(console: Console, summary: dict) -> None:
         f"under-penalised (original safe, commit-only misuse): {len(summary['under_penalised'])}"
         + (f" · missing world: {len(summary['missing_world'])}" if summary["missing_world"] else "")
         + (f" · harness errors: {len(summary['harness_error'])}" if summary["harness_error"] else "")
+        + (f" · no tool call (verdict stands): {len(summary['no_tool_calls'])}" if summary.get("no_tool_calls") else "")
     )
+    unknown = summary.get("unknown_tools") or {}
+    if unknown:
+        shown = list(unknown.items())[:UNKNOWN_TOOLS_SHOWN]
+        more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
+        console.print(
+            Text(f"unknown tools (calls scored unscoreable; bind them to a domain tool): "
+                 + ", ".join(f"{name} ×{count}" for name, count in shown) + more)
+        )

@@ -16,13 +16,13 @@ from litmus_replay.replay.scoring import PairClass
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 PACK = SCENARIOS / "core"
-SCENARIO_FILES = find_scenarios([PACK, SCENARIOS / "detectors"])
+SCENARIO_FILES = find_scenarios([PACK, SCENARIOS / "detectors", SCENARIOS / "bindings"])
 
 
 def _replay(path: Path):
     scenario = load_scenario(path)
     replayer = Replayer(scenario.policy)
-    return scenario, [replayer.replay(t, scenario.spec.world, scenario.name) for t in scenario.trajectories]
+    return scenario, [replayer.replay(t, scenario.spec.world, scenario.name, scenario.bindings) for t in scenario.trajectories]
 
 
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
@@ -30,7 +30,7 @@ def test_scenario_matches_its_expectations(path):
     scenario = load_scenario(path)
     assert scenario.spec.expect is not None, "every pack scenario states what it expects"
     for trajectory in scenario.trajectories:
-        run = analyse(Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name), scenario)
+        run = analyse(Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name, scenario.bindings), scenario)
         assert set(scenario.spec.expect.calls) == {call.key for call in run.replay.calls}, "every call's class is stated"
         assert run.problems == []
 

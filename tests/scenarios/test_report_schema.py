@@ -19,7 +19,7 @@ from litmus_replay.replay.runner import Batch, iter_scenario_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "replay" / "schemas" / f"report-v{REPORT_VERSION}.schema.json"
-PACKS = [ROOT / "scenarios" / "core", ROOT / "scenarios" / "detectors"]
+PACKS = [ROOT / "scenarios" / "core", ROOT / "scenarios" / "detectors", ROOT / "scenarios" / "bindings"]
 
 
 @pytest.fixture(scope="module")

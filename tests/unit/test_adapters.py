@@ -71,15 +71,13 @@ def test_detect_format_picks_the_adapter_of_every_sample(path):
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=rel)
-def test_every_sample_imports_or_says_it_holds_no_tool_call(path, tmp_path):
-    if rel(path) in NO_TOOL_CALL:
-        with pytest.raises(AdapterError, match="holds no tool call") as raised:
-            load_trajectories(path)
-        assert raised.value.file == str(path) and raised.value.field
-        return
+def test_every_sample_imports_and_a_run_without_tool_calls_is_still_a_run(path, tmp_path):
     trajectories = load_trajectories(path)
     assert trajectories and all(t.source.format == path.parent.name for t in trajectories)
-    assert sum(t.call_count() for t in trajectories) > 0
+    if rel(path) in NO_TOOL_CALL:  # the agent called no tool: nothing to replay, but a run all the same
+        assert sum(t.call_count() for t in trajectories) == 0
+    else:
+        assert sum(t.call_count() for t in trajectories) > 0
     out = tmp_path / "runs.jsonl"  # everything an adapter produces survives the native format
     dump_jsonl(trajectories, out)
     assert load_jsonl(out) == trajectories
@@ -91,7 +89,7 @@ def test_every_sample_imports_or_says_it_holds_no_tool_call(path, tmp_path):
 def test_agentdojo_old_schema_tool_error_and_failed_injection():
     run = only(load("agentdojo", "injection_task_1.json"))
     assert run.id == "claude-3-7-sonnet-20250219/workspace/user_task_17/important_instructions/injection_task_1"
-    assert run.task == "user_task_17" and run.principal == DEFAULT_PRINCIPAL
+    assert run.task == "agentdojo/workspace/user_task_17" and run.principal == DEFAULT_PRINCIPAL
     first, second = calls(run)
     assert (first.key, first.id, first.tool, first.arguments) == (
         "t1.c1", "toolu_015nsc2eWUnXraCXcK7XLCnz", "search_emails", {"query": "hiking trip Saturday"})
@@ -166,12 +164,10 @@ def test_inspect_tool_call_errors_map_type_and_message(tmp_path):
     assert "<START_TOOL_OUTPUT>" in found[-1].result.output
 
 
-def test_inspect_log_without_tool_calls_says_so():
+def test_inspect_log_without_tool_calls_is_a_run_with_nothing_to_replay():
     path = sample("inspect", "log_tool_call_error.json")
-    with pytest.raises(AdapterError) as raised:
-        InspectAdapter(use_inspect_ai=False).load(path)
-    assert raised.value.file == str(path)
-    assert "11 tool results without a proposing tool call" in raised.value.message
+    runs = InspectAdapter(use_inspect_ai=False).load(path)
+    assert runs and all(run.call_count() == 0 for run in runs)
 
 
 def test_inspect_attachments_are_resolved(tmp_path):
@@ -204,7 +200,7 @@ def test_inspect_ai_reader_agrees_with_the_own_reader():
 
 def test_tau_bench_errors_by_text_prefix_principal_and_reward():
     run = only(load("tau-bench", "gpt-4o-airline.json"))
-    assert (run.id, run.task, run.principal) == ("task15-trial1", "15", "james_patel_9828")
+    assert (run.id, run.task, run.principal) == ("task15-trial1", "tau-bench/airline/15", "james_patel_9828")
     found = calls(run)
     assert [c.tool for c in found] == ["get_user_details"] + ["get_reservation_details"] * 3 + ["update_reservation_flights"] * 3
     assert found[0].arguments == {"user_id": "james_patel_9828"}
@@ -250,7 +246,7 @@ def test_tau2_user_requested_calls_carry_their_principal():
 def test_tau2_simulation_run_error_flag():
     run = only(load("tau2-bench", TAU2_SIMULATION))
     found = calls(run)
-    assert len(found) == 12 and run.task == "25"
+    assert len(found) == 12 and run.task == "tau2-bench/25"
     failed = [c for c in found if c.result.status == "error"]
     assert [(c.tool, c.id) for c in failed] == [("book_reservation", "toolu_01UG6bL6RqW4Cg3jVMcQs7uE")]
     assert failed[0].result.error == "Payment amount does not add up, total price is 375, but paid 299"

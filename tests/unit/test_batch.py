@@ -69,10 +69,10 @@ def test_a_run_that_crashes_is_a_harness_error_and_the_batch_goes_on(tmp_path, m
     worlds, runs, _ = _make_batch(tmp_path)
     original = batch.Replayer.replay
 
-    def crash_one(self, trajectory, world, scenario=None):
+    def crash_one(self, trajectory, world, scenario=None, bindings=None):
         if trajectory.id == "benign-run-0":
             raise RuntimeError("world crashed")
-        return original(self, trajectory, world, scenario)
+        return original(self, trajectory, world, scenario, bindings)
 
     monkeypatch.setattr(batch.Replayer, "replay", crash_one)
     summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)

@@ -49,7 +49,9 @@ def _with(text: str, old: str, new: str) -> str:
 BAD_SCENARIOS = {
     "bad_yaml": (_with(GOOD, "rules:\n", "rules: [\n"), "line "),
     "wrong_type": (_with(GOOD, "principal: alice\n", "principal: [alice]\n"), "trajectory"),
-    "unknown_tool": (_with(GOOD, "tool: update_profile", "tool: launch_missiles"), "trajectory.turns[0].calls[0].tool"),
+    "binding_to_unknown_tool": (GOOD + "bindings: [{tool: launch, to: launch_missiles}]\n", "bindings[0].to"),
+    "binding_to_unknown_argument": (
+        GOOD + "bindings: [{tool: set_profile, to: update_profile, args: {k: key}}]\n", "bindings[0].args.k"),
     "unknown_domain": (_with(GOOD, "  profiles:", "  mail: {}\n  profiles:"), "world.mail"),
     "bad_cel": (_with(GOOD, "params.field == 'email'", "params.field === 'email'"), "policy.rules[0].when"),
     "unknown_expected_call": (_with(GOOD, "t1.c1: confirmed_misuse", "t9.c9: confirmed_misuse"), "expect.calls.t9.c9"),
