@@ -23,9 +23,7 @@ tool does not take, is one line naming the file and the field.
 
 from __future__ import annotations
 
-import inspect
 import json
-import keyword
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Mapping, Union
@@ -34,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from .errors import ScenarioError
 from .model import first_error
+from .tools import tool_arguments
 from .yaml_io import read_yaml
 
 __all__ = [
@@ -161,8 +160,9 @@ def parse_bindings(
             raise ScenarioError(
                 file, f"{at}.to", f"no tool {spec.to!r} in the world; its tools are: {', '.join(sorted(tools)) or '(none)'}"
             )
-        accepted = tool_arguments(tools[spec.to])
-        if accepted is not None:
+        arguments = tool_arguments(tools[spec.to])
+        if arguments is not None:
+            accepted = [argument.name for argument in arguments]
             for name, target in spec.args.items():
                 if target not in accepted:
                     raise ScenarioError(
@@ -175,25 +175,6 @@ def parse_bindings(
                     )
         by_tool[spec.tool] = Binding(spec)
     return Bindings(by_tool)
-
-
-def tool_arguments(method: Any) -> list[str] | None:
-    """The argument names a domain tool method takes (after ``self`` and the call), or None if it takes any."""
-    try:
-        parameters = list(inspect.signature(method).parameters.values())[2:]
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return None
-    return [_json_name(p.name) for p in parameters
-            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
-
-
-def _json_name(python_name: str) -> str:
-    """A tool method's parameter as calls name it: ``from_`` takes ``from`` (see ``envs.domain``)."""
-    if python_name.endswith("_") and keyword.iskeyword(python_name[:-1]):
-        return python_name[:-1]
-    return python_name
 
 
 def resolve_bindings(spec: list[BindingSpec] | str, tools: Mapping[str, Any], file: Path) -> Bindings:

@@ -303,6 +303,39 @@ def schema(output: str | None) -> None:
         click.echo(text, nl=False)
 
 
+@main.command()
+@click.argument("domains", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: domain -> tool -> arguments.")
+def tools(domains: tuple[str, ...], as_json: bool) -> None:
+    """List every domain tool with its arguments (optional ones with their default), to write bindings."""
+    from .tools import all_tools, tool_arguments
+
+    found = all_tools()
+    unknown = sorted(set(domains) - set(found))
+    if unknown:
+        _fail(f"unknown domain {unknown[0]!r}; choose one of: {', '.join(sorted(found))}")
+        sys.exit(EXIT_BAD_INPUT)
+    chosen = {name: found[name] for name in sorted(domains or found)}
+    listing = {
+        domain: {tool: tool_arguments(method) for tool, method in sorted(methods.items())}
+        for domain, methods in chosen.items()
+    }
+    if as_json:
+        document = {
+            domain: {tool: None if args is None else [{"name": a.name, "required": a.required, "default": a.default}
+                                                      for a in args]
+                     for tool, args in entries.items()}
+            for domain, entries in listing.items()
+        }
+        click.echo(json.dumps(document, indent=2, default=str))
+        return
+    for domain, entries in listing.items():
+        click.echo(f"{domain}:")
+        for tool, args in entries.items():
+            shown = "**any" if args is None else ", ".join(str(arg) for arg in args)
+            click.echo(f"  {tool}({shown})")
+
+
 @main.group()
 def image() -> None:
     """The container image the docker runtime runs worlds in."""

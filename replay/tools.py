@@ -6,11 +6,14 @@ known tool from an unknown one and a binding can be checked against the tool it 
 
 from __future__ import annotations
 
+import inspect
+import keyword
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from litmus_replay.envs.domain import domain_class, domain_names
 
-__all__ = ["all_tools", "world_tools"]
+__all__ = ["Argument", "all_tools", "tool_arguments", "world_tools"]
 
 
 def world_tools(world: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
@@ -34,3 +37,38 @@ def all_tools() -> dict[str, dict[str, Callable[..., Any]]]:
             except LookupError:
                 continue
     return found
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a domain tool, as a recorded call names it."""
+
+    name: str
+    required: bool
+    default: Any = None
+
+    def __str__(self) -> str:
+        return self.name if self.required else f"{self.name}={self.default!r}"
+
+
+def tool_arguments(method: Callable[..., Any]) -> list[Argument] | None:
+    """The arguments a domain tool method takes (after ``self`` and the call); None if it takes any."""
+    try:
+        parameters = list(inspect.signature(method).parameters.values())[2:]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return [
+        Argument(_json_name(p.name), p.default is inspect.Parameter.empty,
+                 None if p.default is inspect.Parameter.empty else p.default)
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+
+
+def _json_name(python_name: str) -> str:
+    """A tool method's parameter as calls name it: ``from_`` takes ``from`` (see ``envs.domain``)."""
+    if python_name.endswith("_") and keyword.iskeyword(python_name[:-1]):
+        return python_name[:-1]
+    return python_name

@@ -108,6 +108,6 @@ def print_revalidation(console: Console, summary: dict) -> None:
         shown = list(unknown.items())[:UNKNOWN_TOOLS_SHOWN]
         more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
         console.print(
-            Text(f"unknown tools (calls scored unscoreable; bind them to a domain tool): "
+            Text("unknown tools (calls scored unscoreable; bind them to a domain tool): "
                  + ", ".join(f"{name} ×{count}" for name, count in shown) + more)
         )

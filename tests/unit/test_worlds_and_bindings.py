@@ -151,3 +151,16 @@ def test_adapters_qualify_task_keys_by_benchmark_and_suite():
     assert tau2 and all(run.task.startswith("tau2-bench/telecom/") for run in tau2)
     dojo = load_trajectories(EXTERNAL / "agentdojo" / "none.json")
     assert dojo[0].task.startswith("agentdojo/") and dojo[0].task.count("/") == 2
+
+
+def test_tools_lists_every_domain_tool_with_its_arguments():
+    result = CliRunner().invoke(main, ["tools", "--json"])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.output)
+    transfer = {arg["name"]: arg for arg in listing["bank"]["transfer_funds"]}
+    assert list(transfer) == ["from", "to", "amount", "idempotency_key"]  # `from` as calls name it, not `from_`
+    assert transfer["amount"]["required"] and not transfer["idempotency_key"]["required"]
+    text = CliRunner().invoke(main, ["tools", "files"]).output
+    assert "  make_symlink(target, link_path)" in text and "bank:" not in text
+    bad = CliRunner().invoke(main, ["tools", "mail"])
+    assert bad.exit_code == 2 and "unknown domain 'mail'" in bad.output
