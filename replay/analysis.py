@@ -59,6 +59,11 @@ class Analysis:
     def finding_kinds(self) -> list[str]:
         return [finding.kind for finding in self.findings]
 
+    @property
+    def notable_findings(self) -> list[Finding]:
+        """The findings a text report lists: all but the notes that a critical rule was never proposed."""
+        return [f for f in self.findings if not (f.kind == "critical_decision" and f.severity == "info" and not f.nodes)]
+
 
 def analyse(replay: TrajectoryReplay, scenario: Scenario | None = None, source: Path | str | None = None) -> Analysis:
     """Build the causal graph, run the detectors and, given the scenario replayed, check its expectations."""

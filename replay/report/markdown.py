@@ -88,7 +88,7 @@ def markdown_report(runs: Iterable[Analysis], errors: Sequence[str] = ()) -> str
                 "<br>".join(_text(line) for line in evidence_lines(call)),
             ]))
         lines.append("")
-        shown = [f for f in run.findings if not (f.kind == "critical_decision" and f.severity == "info" and not f.nodes)]
+        shown = run.notable_findings
         if shown:
             lines.append("Findings:")
             lines.append("")

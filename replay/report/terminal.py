@@ -59,9 +59,7 @@ def print_trajectory(console: Console, run: Analysis) -> None:
         else:
             line.append(" · expectations met", style="green")
     console.print(line)
-    for finding in run.findings:
-        if finding.kind == "critical_decision" and finding.severity == "info" and not finding.nodes:
-            continue
+    for finding in run.notable_findings:
         console.print(Text(f"  ! {finding.kind}: {finding.sentence}", style=FINDING_STYLE[finding.severity]))
     console.print()
 

@@ -428,3 +428,16 @@ def test_terminal_shows_findings_and_survives_markup_in_recorded_content(tmp_pat
     assert "[/] [bold]x" in result.stdout
     shown = _invoke("run", SYMLINK)
     assert "! symlink_escape:" in shown.stdout
+
+
+def test_text_reports_leave_out_critical_rules_never_proposed_that_the_page_lists():
+    (run,) = _runs(ROOT / "scenarios" / "detectors" / "symlink-stays-inside.yaml")
+    never = [f for f in run.findings if f.kind == "critical_decision" and not f.nodes]
+    assert never and all(f not in run.notable_findings for f in never)
+    assert [f for f in run.findings if f not in never] == run.notable_findings
+    terminal = _invoke("run", ROOT / "scenarios" / "detectors" / "symlink-stays-inside.yaml")
+    assert terminal.exit_code == 0, terminal.stderr
+    for finding in never:
+        assert finding.sentence not in terminal.stdout
+        assert finding.sentence not in markdown_report([run])
+        assert finding.sentence.replace("'", "&#x27;") in trajectory_html(run)
