@@ -83,6 +83,21 @@ def error(message: str | None, output: Any = None) -> dict[str, Any]:
     return {"status": "error", "error": message or "error (no message recorded)", "output": output}
 
 
+DEFAULT_ERROR_PREFIXES: tuple[str, ...] = ("Error:",)
+
+
+def text_result(text: str | None, error_prefixes: tuple[str, ...] = DEFAULT_ERROR_PREFIXES) -> dict[str, Any]:
+    """A tool result from a format with no error flag: an error when its text starts with one of the
+    benchmark's error prefixes (``Error:`` by default, as tau-bench and most harnesses write), its
+    message the text after the prefix; else ok. An empty ``error_prefixes`` reads every result as ok."""
+    if text is not None:
+        stripped = text.lstrip()
+        for prefix in error_prefixes:
+            if prefix and stripped.startswith(prefix):
+                return error(stripped[len(prefix) :].strip() or stripped, text)
+    return ok(text)
+
+
 def iso_seconds(value: Any) -> float | None:
     """Seconds since the epoch of an ISO-8601 timestamp (naive means UTC); None when it is not one."""
     if not isinstance(value, str):

@@ -6,8 +6,9 @@ interaction yields one conversation: the request's history followed by the respo
 that is a prefix of a later one is the same run seen earlier and is dropped; what is left is one
 conversation per run (the last, longest view of it), each becoming one trajectory. Interactions with
 other endpoints (trace ingestion, file uploads) are skipped. Response bodies may be gzip-compressed
-``!!binary``; a response that cannot be decoded, or is an HTTP error, contributes nothing (the next
-request repeats its message anyway), while a request that does not parse is an error.
+``!!binary``; a streamed response (``stream: true``, server-sent events) is assembled into the body it
+amounts to (see :mod:`._sse`). A response that cannot be decoded, or is an HTTP error, contributes
+nothing (the next request repeats its message anyway), while a request that does not parse is an error.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from litmus_replay.replay.model import Trajectory
 
 from ._build import Builder, plural, require_calls
 from ._doc import Doc, ROOT, decode_text, one_line, parse_json, read_bytes, read_json
+from ._sse import assemble, looks_like_sse
 
 CHAT, RESPONSES, ANTHROPIC = "openai-chat", "openai-responses", "anthropic"
 
@@ -166,16 +168,19 @@ def exchanges(root: Doc, api: str) -> list[Exchange]:
             continue
         request_doc = Doc(parse_json(raw, root.file, body.path), root.file, body.path)
         request_doc.as_dict()
-        out.append(Exchange(request_doc, _response(interaction)))
+        out.append(Exchange(request_doc, _response(interaction, api)))
     return out
 
 
-def _response(interaction: Doc) -> Doc | None:
+def _response(interaction: Doc, api: str) -> Doc | None:
     response = interaction.value.get("response") if isinstance(interaction.value, dict) else None
     status = _get(_get(response, "status"), "code")
     if isinstance(status, int) and not isinstance(status, bool) and status >= 400:
         return None
-    data = _loads(body_text(_get(response, "body")))
+    text = body_text(_get(response, "body"))
+    data = _loads(text)
+    if data is None and isinstance(text, str) and looks_like_sse(text):
+        data = assemble(api, text)
     if not isinstance(data, dict):
         return None
     return Doc(data, interaction.file, f"{interaction.path}.response.body")

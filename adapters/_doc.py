@@ -162,11 +162,39 @@ def read_bytes(path: Path) -> bytes:
         raise AdapterError(str(path), ROOT, one_line(f"cannot read: {exc.strerror or exc}")) from None
 
 
+_BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+
+
+def bom_encoding(data: bytes) -> str | None:
+    """The encoding a byte-order mark at the start of ``data`` declares, or None."""
+    return next((encoding for mark, encoding in _BOMS if data.startswith(mark)), None)
+
+
+UTF16_WITHOUT_BOM = "UTF-16 text without a byte-order mark; save it as UTF-8"
+
+
+def looks_like_utf16(data: bytes) -> bool:
+    """Text saved as UTF-16 without a byte-order mark: ASCII characters alternate with zero bytes."""
+    head = data[:64]
+    return len(head) >= 4 and b"\x00" in head and (head[1::2].count(0) >= len(head) // 4 or head[0::2].count(0) >= len(head) // 4)
+
+
 def decode_text(data: bytes, file: str) -> str:
+    """Text in UTF-8 (with or without a byte-order mark), or UTF-16/UTF-32 that a byte-order mark declares."""
+    encoding = bom_encoding(data)
+    if encoding is None and looks_like_utf16(data):
+        raise AdapterError(file, ROOT, UTF16_WITHOUT_BOM)
+    encoding = encoding or "utf-8"
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise AdapterError(file, f"byte {exc.start}", "not UTF-8 text") from None
+        raise AdapterError(file, f"byte {exc.start}", f"not {encoding.upper().replace('-SIG', '')} text") from None
 
 
 def parse_json(text: str, file: str, where: str = "", line: int | None = None) -> Any:

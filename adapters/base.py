@@ -20,6 +20,8 @@ import yaml
 from litmus_replay.replay.errors import AdapterError, ReplayError, UnknownName
 from litmus_replay.replay.model import Trajectory
 
+from ._doc import UTF16_WITHOUT_BOM, bom_encoding, looks_like_utf16
+
 ENTRY_POINT_GROUP = "litmus_replay.adapters"
 AUTO = "auto"
 
@@ -62,10 +64,24 @@ class Probe:
     def text(self) -> str | None:
         if self._text is _NOTHING:
             try:
-                self._text = None if self.is_zip() else self.data.decode("utf-8-sig")
+                self._text = None if self.is_zip() else self.data.decode(bom_encoding(self.data) or "utf-8")
             except UnicodeDecodeError:
                 self._text = None
         return self._text
+
+    def problem(self) -> str | None:
+        """What makes the file unreadable whatever its format, in words; None when nothing does."""
+        if not self.data.strip():
+            return "an empty file: nothing to replay"
+        if self.is_zip():
+            return None
+        if bom_encoding(self.data) is None and looks_like_utf16(self.data):
+            return UTF16_WITHOUT_BOM
+        if self.text() is None:
+            return None
+        if _too_deep(self.text() or ""):
+            return f"JSON nested too deeply to read (more than {_MAX_DEPTH} levels of lists and objects)"
+        return None
 
     def json(self) -> Any:
         """The whole file as one JSON document, or None."""
@@ -124,6 +140,42 @@ def _json_problem(text: str) -> str:
     except (ValueError, RecursionError):
         pass
     return ""
+
+
+_MAX_DEPTH = 500
+
+
+def _too_deep(text: str) -> bool:
+    """Whether JSON-looking text nests lists and objects deeper than a reader can follow."""
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(stripped)
+    except RecursionError:
+        return True
+    except ValueError:
+        pass
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in stripped[: 1 << 20]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > _MAX_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
 
 
 def _loads(text: str | None) -> Any:
@@ -193,6 +245,9 @@ def detect_format(path: str | Path) -> str:
             continue
     if len(matches) == 1:
         return matches[0]
+    problem = probe.problem()
+    if problem is not None:
+        raise AdapterError(str(path), "(root)", problem)
     if matches:
         looked = " or ".join(matches)
     else:

@@ -4,7 +4,14 @@ Named ``inspect_log`` so that nothing can mistake it for the standard library's 
 
 Reading: with ``inspect_ai`` importable, its own ``read_eval_log`` reads the file (it knows every log
 version); otherwise, and whenever asked, this module's reader does. Both hand the same sample
-dictionaries to one mapping, so the project never depends on ``inspect_ai``.
+dictionaries to one mapping, so the project never depends on ``inspect_ai``. Archive members compressed
+with zstd (ZIP method 93, inspect_ai's default since 0.3.206) are read with ``zstandard``. A file either
+reader cannot open is diagnosed by this module's reader, so the message says what is wrong with the file
+(a truncated archive, a damaged member) rather than repeating a bare library error.
+
+Order: samples come out sorted by epoch, then by sample id (numbers before text, numbers in numeric
+order), whichever reader is used and whatever order the archive stores them in; this is the order
+inspect_ai's own reader gives.
 
 Mapping:
 
@@ -18,10 +25,13 @@ Mapping:
 - **attachments** — ``attachment://<hash>`` strings (and the older ``tc://``) are resolved from the
   sample's ``attachments``. Message pools only deduplicate the events' model inputs; ``messages``
   already holds the whole conversation, so pools need no resolving here.
-- **verdict** — the first scorer's value, as the benchmark wrote it (``C``/``I``, a number, a string;
-  an object as compact JSON): inspect hosts every kind of benchmark, so values are not reinterpreted
-  (a scorer that writes ``tool_misuse`` or ``safe`` is read by ``replay.scoring`` as such). Every
-  scorer's value is kept in ``Source.extra["scores"]``.
+- **verdict** — the first scorer's value. A number (or a boolean) is graded: ``pass`` when it is at
+  least the pass mark, else ``fail``; the pass mark is 1.0 by default (inspect's ``C`` is worth 1.0)
+  and is set by ``InspectAdapter(pass_mark=...)`` or the ``LITMUS_INSPECT_PASS_MARK`` environment
+  variable. Any other value is kept as the benchmark wrote it (``C``/``I``, a string; an object as
+  compact JSON): inspect hosts every kind of benchmark, so labels are not reinterpreted (a scorer that
+  writes ``tool_misuse`` or ``safe`` is read by ``replay.scoring`` as such). Every scorer's raw value is
+  kept in ``Source.extra["scores"]``.
 - **principal** and **ambient session** — not recorded by inspect: the sample's ``metadata.principal``
   and ``metadata.ambient_session`` when they are non-empty strings, else the default principal and none.
 """
@@ -30,6 +40,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import os
 import zipfile
 import zlib
 from pathlib import Path
@@ -40,10 +52,13 @@ from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
 from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, require_calls, walk_chat_messages
 from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes
+from ._zip import MemberError, read_member
 from .base import Adapter, Probe, register_adapter
 
 ATTACHMENT = "attachment://"
 _LEGACY_ATTACHMENT = "tc://"
+PASS_MARK_VARIABLE = "LITMUS_INSPECT_PASS_MARK"
+DEFAULT_PASS_MARK = 1.0
 _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError, ValueError)
 
 
@@ -74,20 +89,44 @@ def _read_archive(path: Path, data: bytes) -> tuple[Doc, list[Doc]]:
         archive = zipfile.ZipFile(io.BytesIO(data))
         names = archive.namelist()
     except _ZIP_ERRORS as exc:
-        raise AdapterError(file, "zip", one_line(f"not a readable .eval archive: {exc}")) from None
+        raise AdapterError(file, "zip", _archive_problem(data, exc)) from None
     with archive:
         head_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
-        head = _member(archive, file, head_name) if head_name else Doc({}, file, "header.json:")
-        samples = [_member(archive, file, n) for n in names if n.startswith("samples/") and n.endswith(".json")]
+        head = _member(archive, data, file, head_name) if head_name else Doc({}, file, "header.json:")
+        samples = [_member(archive, data, file, n) for n in names if n.startswith("samples/") and n.endswith(".json")]
     return head.need("eval") if head_name else Doc({}, file, "header.json: eval"), samples
 
 
-def _member(archive: zipfile.ZipFile, file: str, name: str) -> Doc:
+def _archive_problem(data: bytes, exc: BaseException) -> str:
+    """What is wrong with bytes ``zipfile`` cannot open, in words."""
+    if not data.strip():
+        return "an empty file, not an .eval archive"
+    if data[:4] == b"PK\x03\x04" and b"PK\x05\x06" not in data[-65557:]:
+        return "a truncated .eval archive: it starts as a ZIP archive but its end (the central directory) is missing"
+    if data[:4] != b"PK\x03\x04":
+        return "not an .eval archive: it does not start as a ZIP archive does"
+    return one_line(f"a damaged .eval archive ({exc})")
+
+
+def _member(archive: zipfile.ZipFile, data: bytes, file: str, name: str) -> Doc:
     try:
-        raw = archive.read(name)
+        raw = read_member(archive, data, name)
+    except MemberError as exc:
+        raise AdapterError(file, name, one_line(f"cannot read this archive member: {exc}")) from None
     except _ZIP_ERRORS as exc:
         raise AdapterError(file, name, one_line(f"cannot read this archive member: {exc}")) from None
     return Doc(parse_json(decode_text(raw, file), file, name), file, f"{name}:")
+
+
+def sample_order(sample: Doc) -> tuple[int, int, float, str]:
+    """Epoch, then id: numbers first in numeric order, then text (inspect_ai's own order)."""
+    value = sample.value if isinstance(sample.value, dict) else {}
+    epoch = value.get("epoch")
+    sample_id = value.get("id")
+    epoch_key = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 1
+    if isinstance(sample_id, (int, float)) and not isinstance(sample_id, bool):
+        return epoch_key, 0, float(sample_id), ""
+    return epoch_key, 1, 0.0, str(sample_id)
 
 
 def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
@@ -100,6 +139,7 @@ def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
         spec = log.eval.model_dump(mode="json", exclude_none=True)
         samples = [s.model_dump(mode="json", exclude_none=True) for s in (log.samples or [])]
     except Exception as exc:  # noqa: BLE001 - whatever inspect_ai raises, the file is unreadable
+        _read_own(path)  # says what is wrong with the file, when our reader sees it too
         raise AdapterError(file, ROOT, one_line(f"inspect_ai cannot read this log: {type(exc).__name__}: {exc}")) from None
     return Doc(spec, file, "eval"), [Doc(s, file, f"samples[{i}]") for i, s in enumerate(samples)]
 
@@ -136,12 +176,31 @@ def _walk(messages: Doc, builder: Builder) -> None:
     walk_chat_messages(messages, builder, "arguments", _result)
 
 
-def score_label(value: Any) -> str | None:
-    """A score value as the benchmark wrote it, as text."""
+def pass_mark() -> float:
+    """The score at or above which a numeric score is ``pass``: the environment's, else 1.0."""
+    raw = os.environ.get(PASS_MARK_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_PASS_MARK
+    try:
+        mark = float(raw)
+    except ValueError:
+        mark = math.nan
+    if not math.isfinite(mark):
+        raise AdapterError(PASS_MARK_VARIABLE, "(environment)", f"expected a number, got {raw!r}")
+    return mark
+
+
+def score_label(value: Any, mark: float = DEFAULT_PASS_MARK) -> str | None:
+    """A score value as a verdict label: a number graded against ``mark``, anything else as written."""
     if value is None:
         return None
     if isinstance(value, str):
         return value or None
+    if isinstance(value, (bool, int, float)):
+        number = float(value)
+        if not math.isfinite(number):
+            return None  # NaN: the scorer gave no grade
+        return "pass" if number >= mark - 1e-9 else "fail"
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -153,7 +212,7 @@ def _scores(sample: Doc) -> dict[str, Any]:
     return {"score": legacy.need("value").value} if legacy is not None else {}
 
 
-def _trajectory(sample: Doc, spec: Doc) -> Trajectory:
+def _trajectory(sample: Doc, spec: Doc, mark: float = DEFAULT_PASS_MARK) -> Trajectory:
     sample.as_dict()
     attachments = sample.value.get("attachments")
     if isinstance(attachments, dict) and attachments:
@@ -163,7 +222,7 @@ def _trajectory(sample: Doc, spec: Doc) -> Trajectory:
     if messages is not None:
         _walk(messages, builder)
     scores = _scores(sample)
-    label = score_label(next(iter(scores.values()), None))
+    label = score_label(next(iter(scores.values()), None), mark)
     epoch = sample.opt("epoch")
     extra: dict[str, Any] = {"scores": scores}
     failure = sample.opt("error")
@@ -193,12 +252,14 @@ def _meta_text(metadata: dict[str, Any], key: str) -> str | None:
 
 @register_adapter
 class InspectAdapter(Adapter):
-    """``use_inspect_ai``: True/False forces a reader; None uses inspect_ai's when it is importable."""
+    """``use_inspect_ai``: True/False forces a reader; None uses inspect_ai's when it is importable.
+    ``pass_mark``: the score at or above which a numeric score is ``pass`` (default: see :func:`pass_mark`)."""
 
     name = "inspect"
 
-    def __init__(self, use_inspect_ai: bool | None = None):
+    def __init__(self, use_inspect_ai: bool | None = None, pass_mark: float | None = None):
         self.use_inspect_ai = use_inspect_ai
+        self.pass_mark = pass_mark
 
     @classmethod
     def sniff(cls, probe: Probe) -> bool:
@@ -214,7 +275,9 @@ class InspectAdapter(Adapter):
         try:
             spec, samples = _read_with_inspect_ai(path) if use else _read_own(path)
             spec.as_dict()
-            trajectories = [_trajectory(sample, spec) for sample in samples]
+            mark = pass_mark() if self.pass_mark is None else self.pass_mark
+            samples = sorted(samples, key=sample_order)
+            trajectories = [_trajectory(sample, spec, mark) for sample in samples]
         except RecursionError:
             raise AdapterError(str(path), ROOT, "nested too deeply to read") from None
         unanswered = sum(t.source.extra.get("unpaired_results", 0) for t in trajectories)

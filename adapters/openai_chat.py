@@ -7,8 +7,9 @@ Mapping:
 - **arguments** — ``function.arguments`` is a JSON *string*; it is parsed (see ``arguments_of``).
 - **ids** — ``tool_calls[].id`` is kept; a ``role: tool`` message answers the pending call with its
   ``tool_call_id`` (ids may repeat: first pending first).
-- **errors** — Chat Completions has no error flag on tool messages, so results are ``ok`` (callers such
-  as the tau-bench adapter can ask for an ``Error:`` text prefix to count as an error).
+- **errors** — Chat Completions has no error flag on tool messages: a result is an error when its text
+  carries the benchmark's error convention, a text prefix — ``Error:`` by default (tau-bench's, and
+  most harnesses'); set ``OpenAIChatAdapter(error_prefixes=(...))``, or ``()`` to read every result as ok.
 - **principal** — none in the format: the default principal, unless the request body's ``metadata``
   (the API's own string-to-string map) names one (see below).
 - **verdict** — none in the format, unless ``metadata`` names one.
@@ -25,7 +26,7 @@ from typing import Any, Iterable
 
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import Builder, error, ok, text_of
+from ._build import DEFAULT_ERROR_PREFIXES, Builder, text_of, text_result
 from ._cassette import (
     CHAT,
     Exchange,
@@ -39,20 +40,17 @@ from ._cassette import (
 from ._doc import Doc
 from .base import Adapter, Probe, register_adapter
 
-ERROR_PREFIX = "Error:"
-
-
-def walk_messages(messages: Iterable[Doc], builder: Builder, error_prefix: bool = False) -> None:
-    """Feed Chat Completions messages to ``builder``; with ``error_prefix``, ``Error:`` results are errors."""
+def walk_messages(
+    messages: Iterable[Doc], builder: Builder, error_prefixes: tuple[str, ...] = DEFAULT_ERROR_PREFIXES
+) -> None:
+    """Feed Chat Completions messages to ``builder``; results whose text starts with one of
+    ``error_prefixes`` are errors."""
     for message in messages:
         role = message.need("role").as_str()
         if role == "assistant":
             _assistant(message, builder)
         elif role in ("tool", "function"):
-            text = text_of(message.opt("content"))
-            result = ok(text)
-            if error_prefix and text is not None and text.startswith(ERROR_PREFIX):
-                result = error(text[len(ERROR_PREFIX) :].strip(), text)
+            result = text_result(text_of(message.opt("content")), error_prefixes)
             builder.result(message.id_at("tool_call_id") if role == "tool" else None, result)
 
 
@@ -72,11 +70,13 @@ def signature(message: Any) -> Any:
     if not isinstance(message, dict):
         return message
     calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
+    legacy = message.get("function_call")
     return {
         "role": message.get("role"),
         "text": plain_text(message.get("content")),
         "calls": [_call_signature(call) for call in calls],
-        "answers": message.get("tool_call_id"),
+        "function_call": [legacy.get("name"), legacy.get("arguments")] if isinstance(legacy, dict) else None,
+        "answers": message.get("tool_call_id") or (message.get("name") if message.get("role") == "function" else None),
     }
 
 
@@ -112,6 +112,12 @@ def _conversations(found: list[Exchange]) -> list[list[Doc]]:
 class OpenAIChatAdapter(Adapter):
     name = CHAT
 
+    def __init__(self, error_prefixes: tuple[str, ...] = DEFAULT_ERROR_PREFIXES):
+        self.error_prefixes = tuple(error_prefixes)
+
+    def _walk(self, messages: Iterable[Doc], builder: Builder) -> None:
+        walk_messages(messages, builder, self.error_prefixes)
+
     @classmethod
     def sniff(cls, probe: Probe) -> bool:
         if CHAT in cassette_apis(probe):
@@ -123,9 +129,9 @@ class OpenAIChatAdapter(Adapter):
     def load(self, path: Path) -> list[Trajectory]:
         root = read_document(path)
         if is_cassette(root):
-            return cassette_trajectories(root, path, CHAT, _conversations, signature, walk_messages)
+            return cassette_trajectories(root, path, CHAT, _conversations, signature, self._walk)
         messages = root.need("messages") if root.is_dict() else root
-        trajectories = single_trajectory(root, messages, path, CHAT, list(messages.elements()), walk_messages)
+        trajectories = single_trajectory(root, messages, path, CHAT, list(messages.elements()), self._walk)
         metadata = root.value.get("metadata") if root.is_dict() else None
         return [with_metadata(t, metadata) for t in trajectories]
 

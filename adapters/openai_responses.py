@@ -8,7 +8,9 @@ Mapping:
   ``call_id`` (the item's own ``fc_`` id is not what outputs refer to). ``custom_tool_call`` carries one
   free-text ``input``, mapped to ``{"input": ...}``. ``mcp_call`` holds its own output or ``error``.
 - **results** — ``function_call_output`` answers the pending call with its ``call_id``. The format has
-  no error flag for function outputs, so those are ``ok``; an ``mcp_call`` with ``error`` is an error.
+  no error flag for function outputs: one is an error when its text carries the benchmark's error
+  convention, a text prefix — ``Error:`` by default; set ``OpenAIResponsesAdapter(error_prefixes=(...))``,
+  or ``()`` to read every output as ok. An ``mcp_call`` with ``error`` is an error.
 - **principal** — none in the format: the default. **verdict** — none.
 - **cassettes** — see :mod:`._cassette`. A request with ``previous_response_id`` continues the
   conversation of that recorded response. The OpenAI Agents SDK's ``/traces/ingest`` uploads in the
@@ -17,12 +19,13 @@ Mapping:
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import Builder, error, ok, text_of
+from ._build import DEFAULT_ERROR_PREFIXES, Builder, error, ok, text_of, text_result
 from ._cassette import (
     RESPONSES,
     Exchange,
@@ -40,7 +43,7 @@ _MODEL_SIDE = {"function_call", "mcp_call", "custom_tool_call", "reasoning"}
 _OUTPUTS = {"function_call_output", "custom_tool_call_output"}
 
 
-def walk_items(items: list[Doc], builder: Builder) -> None:
+def walk_items(items: list[Doc], builder: Builder, error_prefixes: tuple[str, ...] = DEFAULT_ERROR_PREFIXES) -> None:
     in_turn = False
     for item in items:
         item.as_dict()
@@ -52,10 +55,10 @@ def walk_items(items: list[Doc], builder: Builder) -> None:
                 in_turn = True
         elif kind == "message" or kind in _OUTPUTS:
             in_turn = False
-        _item(kind, role, item, builder)
+        _item(kind, role, item, builder, error_prefixes)
 
 
-def _item(kind: str, role: str | None, item: Doc, builder: Builder) -> None:
+def _item(kind: str, role: str | None, item: Doc, builder: Builder, error_prefixes: tuple[str, ...]) -> None:
     if kind == "message" and role == "assistant":
         builder.add_text(text_of(item.opt("content")))
     elif kind == "function_call":
@@ -70,7 +73,7 @@ def _item(kind: str, role: str | None, item: Doc, builder: Builder) -> None:
         result = error(failure, output) if failure else ok(output)
         builder.call(item.need("name").as_name(), item.opt("arguments"), item.id_at("id"), result=result)
     elif kind in _OUTPUTS:
-        builder.result(item.id_at("call_id"), ok(text_of(item.opt("output"))))
+        builder.result(item.id_at("call_id"), text_result(text_of(item.opt("output")), error_prefixes))
 
 
 def signature(item: Any) -> Any:
@@ -128,6 +131,9 @@ def _has_function_items(items: Any) -> bool:
 class OpenAIResponsesAdapter(Adapter):
     name = RESPONSES
 
+    def __init__(self, error_prefixes: tuple[str, ...] = DEFAULT_ERROR_PREFIXES):
+        self.error_prefixes = tuple(error_prefixes)
+
     @classmethod
     def sniff(cls, probe: Probe) -> bool:
         if RESPONSES in cassette_apis(probe):
@@ -139,8 +145,9 @@ class OpenAIResponsesAdapter(Adapter):
 
     def load(self, path: Path) -> list[Trajectory]:
         root = read_document(path)
+        walk = partial(walk_items, error_prefixes=self.error_prefixes)
         if is_cassette(root):
-            return cassette_trajectories(root, path, RESPONSES, _conversations, signature, walk_items)
+            return cassette_trajectories(root, path, RESPONSES, _conversations, signature, walk)
         if root.is_dict():
             field = root.need("input") if root.has("input") else root.need("output")
             items = _input_items(root)
@@ -148,4 +155,4 @@ class OpenAIResponsesAdapter(Adapter):
                 items += list(root.need("output").elements())
         else:
             items, field = list(root.elements()), root
-        return single_trajectory(root, field, path, RESPONSES, items, walk_items)
+        return single_trajectory(root, field, path, RESPONSES, items, walk)

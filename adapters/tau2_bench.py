@@ -1,4 +1,5 @@
-"""tau2-bench results: a Results file ``{timestamp, info, tasks, simulations}`` or one ``SimulationRun``.
+"""tau2-bench results: a Results file ``{timestamp, info, tasks, simulations}``, the directory layout tau2
+writes today (``results.json`` beside ``simulations/<simulation id>.json``), or one ``SimulationRun``.
 
 Mapping:
 
@@ -14,12 +15,17 @@ Mapping:
 - **results** — ``role: tool`` messages carry the call id as ``id`` and an ``error`` flag; ``error: true``
   makes the result an error (its message is the content after tau2's ``"Error: "`` prefix). Multi-tool
   messages (``tool_messages``) are read one by one.
-- **verdict** — ``reward_info.reward`` 1 → ``pass``, else ``fail``; the reward, its basis and the
+- **verdict** — ``reward_info.reward`` 1 → ``pass``, else ``fail``; a ``NaN`` reward (tau2 writes one
+  when it could not grade the run) is the label ``NaN``, never a fail. The reward, its basis and the
   termination reason are kept in ``Source.extra``.
+- **directory layout** — a ``results.json`` whose ``simulations`` are absent or empty reads the
+  ``simulations/*.json`` beside it (in file-name order); each trajectory's source is its simulation file,
+  and a simulation file read on its own takes its run id and domain from that ``results.json``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -31,7 +37,10 @@ from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
 USER = "user"
+NAN_LABEL = "NaN"
 _PREFIX = "Error:"
+_RESULTS = "results.json"
+_SIMULATIONS = "simulations"
 
 
 def _walk(messages: Doc, builder: Builder) -> None:
@@ -83,7 +92,9 @@ def _reward(simulation: Doc) -> tuple[float | None, dict[str, Any]]:
     reward_doc = info.opt("reward")
     reward = reward_doc.as_number() if reward_doc is not None else None
     basis = info.value.get("reward_basis") if info.is_dict() else None
-    extra = {"reward": reward if reward is not None and math.isfinite(reward) else None}
+    extra: dict[str, Any] = {"reward": reward if reward is not None and math.isfinite(reward) else None}
+    if reward is not None and math.isnan(reward):
+        extra["reward"] = NAN_LABEL
     if isinstance(basis, list) and all(isinstance(b, str) for b in basis):
         extra["reward_basis"] = basis
     return reward, extra
@@ -102,6 +113,10 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
     builder = Builder()
     _walk(simulation.need("messages"), builder)
     reward, extra = _reward(simulation)
+    if reward is None:
+        label = None
+    else:
+        label = NAN_LABEL if math.isnan(reward) else pass_fail(reward)
     for key in ("termination_reason", "trial"):
         value = simulation.value.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
@@ -112,7 +127,7 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
         trajectory_id=simulation.id_at("id") or simulation.id_at("task_id") or "simulation",
         source_format="tau2-bench",
         task=task_key("tau2-bench", domain, simulation.id_at("task_id")),
-        original=verdict(pass_fail(reward) if reward is not None else None),
+        original=verdict(label),
         run_id=run_id,
         extra=extra,
     )
@@ -129,14 +144,49 @@ class Tau2BenchAdapter(Adapter):
             return False
         if "simulations" in data and ("tasks" in data or "info" in data):
             return True
+        if {"info", "tasks"} <= set(data) and ("simulation_index" in data or (probe.path.parent / _SIMULATIONS).is_dir()):
+            return True
         return {"messages", "task_id"} <= set(data) and ("reward_info" in data or "termination_reason" in data)
 
     def load(self, path: Path) -> list[Trajectory]:
         root = Doc(read_json(path), str(path))
-        if root.has("simulations"):
-            simulations = root.need("simulations")
+        simulations = root.opt("simulations") if root.is_dict() else None
+        if simulations is not None and simulations.as_list():
             run_id = root.str_at("timestamp")
             domain = _domain(root)
             trajectories = [_trajectory(s, root.file, run_id, domain) for s in simulations.elements()]
             return require_calls(trajectories, root.file, simulations.path, plural(len(trajectories), "simulation"))
-        return require_calls([_trajectory(root, root.file, None)], root.file, "messages")
+        if root.is_dict() and {"info", "tasks"} <= set(root.value):
+            return _directory(root, path)
+        run_id, domain = _results_context(path)
+        return require_calls([_trajectory(root, root.file, run_id, domain)], root.file, "messages")
+
+
+def _directory(root: Doc, path: Path) -> list[Trajectory]:
+    """The simulations of tau2's directory layout, read from the files beside ``results.json``."""
+    folder = path.parent / _SIMULATIONS
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        root.fail(f"holds no simulations, and there is no {_SIMULATIONS}/*.json beside it to read them from", "simulations")
+    run_id, domain = root.str_at("timestamp"), _domain(root)
+    trajectories = []
+    for file in files:
+        simulation = Doc(read_json(file), str(file))
+        trajectories.append(_trajectory(simulation, simulation.file, run_id, domain))
+    return require_calls(trajectories, root.file, f"{_SIMULATIONS}/", plural(len(trajectories), "simulation"))
+
+
+def _results_context(path: Path) -> tuple[str | None, str | None]:
+    """The run id and domain of a simulation file that sits in tau2's directory layout, from the
+    ``results.json`` beside its folder (none for a lone SimulationRun)."""
+    if path.parent.name != _SIMULATIONS:
+        return None, None
+    results = path.parent.parent / _RESULTS
+    try:
+        data = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else None
+    except (OSError, ValueError, RecursionError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    stamp = data.get("timestamp")
+    return (stamp if isinstance(stamp, str) else None), _domain(Doc(data, str(results)))

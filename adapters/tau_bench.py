@@ -31,7 +31,7 @@ from .openai_chat import walk_messages
 
 
 def _record(record: Doc, builder: Builder) -> None:
-    walk_messages(record.need("traj").elements(), builder, error_prefix=True)
+    walk_messages(record.need("traj").elements(), builder)
 
 
 def _principal(record: Doc) -> str:

@@ -83,6 +83,7 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     """Every run in the given files and directories; a file that cannot be read is one error line."""
     found = Discovery()
     loaded: list[tuple[str, int, Trajectory]] = []
+    read_from: dict[tuple[str | None, str], str] = {}  # (source file, trajectory id) -> the input that gave it
     for item in _run_files(paths):
         if isinstance(item, str):
             found.errors.append(item)
@@ -92,7 +93,12 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
         except (InputError, UnknownName) as exc:
             found.errors.append(exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             continue
-        loaded.extend((str(item), index, trajectory) for index, trajectory in enumerate(trajectories))
+        for index, trajectory in enumerate(trajectories):
+            # An index file (tau2's results.json) and the run files it names give the same runs: keep the first.
+            key = (trajectory.source.path, trajectory.id)
+            if read_from.setdefault(key, str(item)) != str(item):
+                continue
+            loaded.append((str(item), index, trajectory))
     # A run is known by its trajectory id where that is unique in the batch, else by where it sits: the
     # id then does not depend on which other files were read first, so a resumed batch finds it again.
     counts = Counter(trajectory.id for _, _, trajectory in loaded)

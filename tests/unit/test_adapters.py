@@ -16,6 +16,7 @@ import yaml
 
 from litmus_replay.adapters import DEFAULT_PRINCIPAL, adapter_names, detect_format, get_adapter, load_trajectories
 from litmus_replay.adapters.inspect_log import InspectAdapter, inspect_ai_available
+from litmus_replay.adapters.openai_chat import OpenAIChatAdapter
 from litmus_replay.replay.errors import AdapterError, UnknownName
 from litmus_replay.replay.model import Trajectory, dump_jsonl, load_jsonl
 
@@ -141,7 +142,8 @@ def test_inspect_eval_archive():
         (f"t{i + 1}.c1", f"hardcoded_{i}", "bash", {"cmd": "ls"}) for i in range(5)]
     assert all(c.result.status == "ok" and "bin\nboot" in c.result.output for c in calls(run))
     assert run.turns[-1].text == "done" and not run.turns[-1].calls
-    assert run.original_verdict.label == "0.0" and run.source.extra["scores"] == {"closeness_log": 0.0}
+    # A numeric score is graded against the pass mark (1.0 by default); the raw value is kept.
+    assert run.original_verdict.label == "fail" and run.source.extra["scores"] == {"closeness_log": 0.0}
 
 
 def test_inspect_tool_call_errors_map_type_and_message(tmp_path):
@@ -278,7 +280,10 @@ def test_openai_chat_arguments_that_are_not_json_are_kept_raw(tmp_path):
     run = only(load_trajectories(path))
     call = calls(run)[0]
     assert call.arguments == {} and run.source.extra["unparsed_arguments"] == {"t1.c1": "{\"path\": \"a"}
-    assert call.result.status == "ok"  # plain Chat Completions has no error marker
+    # Chat Completions has no error flag: the default convention reads an "Error:" prefix as a failure.
+    assert (call.result.status, call.result.error) == ("error", "bad arguments")
+    unflagged = only(OpenAIChatAdapter(error_prefixes=()).load(path))
+    assert calls(unflagged)[0].result.status == "ok"
 
 
 def test_openai_responses_cassette_holds_two_runs():

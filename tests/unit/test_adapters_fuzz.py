@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from litmus_replay.adapters import Adapter, adapter_names, detect_format, get_adapter, load_trajectories
 from litmus_replay.adapters.inspect_log import InspectAdapter
+from litmus_replay.adapters._zip import read_member
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import dump_jsonl
 
@@ -165,7 +166,7 @@ def damaged_archive(data, raw: bytes) -> bytes:
         names = original.namelist()
         target = data.draw(st.sampled_from([n for n in names if n.endswith(".json")]), label="member")
         for name in names:
-            member = original.read(name)
+            member = read_member(original, raw, name)  # zstd members too
             if name == target:
                 member = json.dumps(damage(data, json.loads(member))).encode()
             rewritten.writestr(name, member)
