@@ -13,6 +13,11 @@ initial state. Edges, each with its evidence:
     the real output of the call that fed an argument no longer carries the piece the recorded output
     did, so the recorded argument is counterfactual; every call downstream is marked counterfactual.
 
+Short identifiers (a record id ``7``, an account ``B2``) are too common to follow as words, but an
+argument whose whole value is one is followed to an earlier output whose whole value it equals under a
+related key (``id`` feeds ``id`` or ``record_id``): an id only the recorded output produced is followed
+whatever its length.
+
 Building is close to linear in the trajectory's size: outputs and arguments are tokenised once into an
 index from token to its latest source, and each argument's tokens are looked up, never compared pairwise.
 The graph is an ``nx.MultiDiGraph`` (two calls can be linked by several edges of different kinds).
@@ -164,16 +169,70 @@ def _ancestors(resource: str) -> Iterator[str]:
             yield f"{head}{sep}{parent}"
 
 
+def _short_ids(value: Any) -> Iterator[tuple[str, str]]:
+    """(path, token) for every leaf whose whole value is an identifier too short to follow as a word."""
+    for path, leaf in _leaves(value):
+        if isinstance(leaf, bool) or not path:
+            continue
+        if isinstance(leaf, int) or (isinstance(leaf, float) and leaf.is_integer()):
+            text = str(int(leaf))
+            if len(text.lstrip("-")) < 2:
+                yield path, text
+        elif isinstance(leaf, str) and leaf.isalnum() and len(leaf) < _MIN_TOKEN:
+            yield path, leaf
+
+
+def _key(path: str) -> str:
+    """The name an identifier sits under: ``[0].record_id`` -> ``recordid``."""
+    name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def _related(one: str, other: str) -> bool:
+    return bool(one and other) and (one == other or one.endswith(other) or other.endswith(one))
+
+
 class _Index:
-    """Token -> (the latest call that carried it, in its "output" or "arguments", at which path)."""
+    """Token -> (the latest call that carried it, in its "output" or "arguments", at which path); short
+    identifiers separately, by token and then by the key they sat under."""
 
     def __init__(self) -> None:
         self.latest: dict[str, tuple[str, str, str]] = {}
+        self.short: dict[str, dict[str, tuple[str, str, str]]] = {}
 
     def add(self, node: str, field: str, value: Any) -> None:
         latest = self.latest
         for path, token, *_ in _raw_tokens(value):
             latest[token] = (node, field, path)
+        for path, token in _short_ids(value):
+            self.short.setdefault(token, {})[_key(path)] = (node, field, path)
+
+    def short_source(self, path: str, token: str) -> tuple[str, str, str] | None:
+        """The latest carrier of a short identifier under a key related to the argument's."""
+        key = _key(path)
+        found = [hit for name, hit in self.short.get(token, {}).items() if _related(key, name)]
+        return _latest(found) if found else None
+
+
+def _latest(hits: list[tuple[str, str, str]]) -> tuple[str, str, str]:
+    """Of several carriers, the latest call (positional keys ``t<turn>.c<position>`` sort by number)."""
+    def order(hit: tuple[str, str, str]) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", hit[0]))
+    return max(hits, key=order)
+
+
+class _RealShortIds:
+    """The short identifiers of each call's real output."""
+
+    def __init__(self, calls: list[CallReplay]):
+        self.outputs = {call.key: (call.real.output if call.real else None) for call in calls}
+        self.cache: dict[str, frozenset[str]] = {}
+
+    def __getitem__(self, node: str) -> frozenset[str]:
+        tokens = self.cache.get(node)
+        if tokens is None:
+            tokens = self.cache[node] = frozenset(token for _, token in _short_ids(self.outputs.get(node)))
+        return tokens
 
 
 class _RealTokens:
@@ -215,10 +274,12 @@ def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
     writers: dict[str, dict[str, str]] = {"real": {}, "stub": {}}
     initial = frozenset(holder for resource in result.initial_resources for holder in _ancestors(resource))
     real_tokens = _RealTokens(result.calls)
+    real_short = _RealShortIds(result.calls)
     for position, call in enumerate(result.calls):
         node = call.key
         _add_node(graph, call, position)
         _add_data_edges(graph, index, real_tokens, call)
+        _add_short_id_edges(graph, index, real_short, call)
         _add_state_edges(graph, writers, initial, call)
         # Arguments last: a token the call was given and echoed back is the argument's, not new output.
         index.add(node, "output", _fed_output(call))
@@ -269,18 +330,36 @@ def _add_data_edges(graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTok
             source_field=field, source_path=source_path,
         )
         if field == "output" and token not in real_tokens[source]:
-            graph.nodes[source]["divergent"] = True
-            graph.add_edge(
-                source,
-                call.key,
-                kind="divergence",
-                token=token,
-                argument=path,
-                explanation=(
-                    f"{call.key}.{path} carries {token!r} from {source}'s recorded output, "
-                    f"which the real world's output does not: the recorded argument is counterfactual"
-                ),
-            )
+            _add_divergence(graph, source, call.key, token, path)
+
+
+def _add_short_id_edges(graph: nx.MultiDiGraph, index: _Index, real_short: _RealShortIds, call: CallReplay) -> None:
+    for path, token in _short_ids(call.call.arguments):
+        hit = index.short_source(path, token)
+        if hit is None:
+            continue
+        source, field, source_path = hit
+        graph.add_edge(
+            source, call.key, kind="data", token=token, argument=path, span=[0, len(token)], transform="",
+            source_field=field, source_path=source_path,
+        )
+        if field == "output" and token not in real_short[source]:
+            _add_divergence(graph, source, call.key, token, path)
+
+
+def _add_divergence(graph: nx.MultiDiGraph, source: str, target: str, token: str, path: str) -> None:
+    graph.nodes[source]["divergent"] = True
+    graph.add_edge(
+        source,
+        target,
+        kind="divergence",
+        token=token,
+        argument=path,
+        explanation=(
+            f"{target}.{path} carries {token!r} from {source}'s recorded output, "
+            f"which the real world's output does not: the recorded argument is counterfactual"
+        ),
+    )
 
 
 def _reads(call: CallReplay, world: str) -> tuple[str, ...]:

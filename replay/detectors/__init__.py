@@ -13,6 +13,7 @@ import networkx as nx
 from ..engine import TrajectoryReplay
 from ..graph import collector_paused
 from .assembly import detect_assembly
+from .counterfactual import detect_counterfactual_arguments
 from .critical import detect_critical_nodes
 from .finding import Finding
 from .swallowed import detect_swallowed_errors
@@ -25,6 +26,7 @@ DETECTORS: dict[str, Detector] = {
     "symlink_escape": detect_symlink_escapes,
     "swallowed_error": detect_swallowed_errors,
     "critical_decision": detect_critical_nodes,
+    "counterfactual_argument": detect_counterfactual_arguments,
 }
 
 
@@ -41,6 +43,7 @@ __all__ = [
     "DETECTORS",
     "Finding",
     "detect_assembly",
+    "detect_counterfactual_arguments",
     "detect_critical_nodes",
     "detect_swallowed_errors",
     "detect_symlink_escapes",

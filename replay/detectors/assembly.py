@@ -1,6 +1,11 @@
-"""Cross-turn argument assembly: a policy-relevant argument built from pieces that earlier calls in two
-or more different turns produced. Stronger when the policy would allow each piece alone but denies the
-assembled whole — the pattern a per-call, per-argument check cannot see."""
+"""Cross-turn argument assembly, in two forms:
+
+- within one argument: a policy-relevant argument built from pieces that earlier calls in two or more
+  different turns produced. Stronger when the policy would allow each piece alone but denies the
+  assembled whole — the pattern a per-call, per-argument check cannot see;
+- across the arguments of one call: the arguments a denying rule reads came from different earlier
+  turns (the destination from one output, the amount from another), and no one turn supplied them all.
+"""
 
 from __future__ import annotations
 
@@ -32,18 +37,56 @@ def _verdict_with(result: TrajectoryReplay, call: CallReplay, argument: str, val
     return result.policy.judge(variables).verdict
 
 
+def _produced_sources(graph: nx.MultiDiGraph, call: CallReplay, argument: str) -> list[tuple[str, dict]]:
+    """Pieces of ``argument`` that calls in earlier turns *produced* (an echo of an earlier argument is not)."""
+    return [
+        (source, data)
+        for source, data in argument_sources(graph, call.key, argument)
+        if source != WORLD_NODE and data["source_field"] == "output" and graph.nodes[source]["turn"] < call.turn
+    ]
+
+
+def _denying_arguments(result: TrajectoryReplay, call: CallReplay) -> set[str]:
+    """Argument names the rules that denied the call read, at proposal or at commit time."""
+    if result.policy is None:
+        return set()
+    denied = set(call.proposal_judgement.matched)
+    if call.commit_judgement is not None:
+        denied |= set(call.commit_judgement.matched)
+    return {name for rule in result.policy.rules if rule.spec.id in denied for name in _PARAM_NAME.findall(rule.spec.when)}
+
+
+def _across_arguments(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: CallReplay) -> Finding | None:
+    names = sorted(_denying_arguments(result, call) & set(call.call.arguments))
+    turns_of: dict[str, set[int]] = {}
+    sources: list[str] = []
+    for name in names:
+        found = _produced_sources(graph, call, name)
+        if found:
+            turns_of[name] = {graph.nodes[source]["turn"] for source, _ in found}
+            sources.extend(source for source, _ in found)
+    if len(turns_of) < 2 or set.intersection(*turns_of.values()):
+        return None  # one argument, or one turn supplied every argument: carried, not assembled
+    turns = sorted(set.union(*turns_of.values()))
+    where = "; ".join(f"{name} from turn{'s' if len(t) > 1 else ''} {', '.join(map(str, sorted(t)))}" for name, t in turns_of.items())
+    return Finding(
+        "cross_turn_assembly",
+        "warning",
+        tuple(dict.fromkeys([*sources, call.key])),
+        f"{call.key} {call.call.tool}: the arguments the denying rule reads were assembled across turns ({where})",
+        {"form": "across_arguments", "arguments": {name: sorted(t) for name, t in turns_of.items()}, "turns": turns},
+    )
+
+
 def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Finding]:
     relevant = policy_arguments(result)
     findings = []
     for call in result.calls:
+        within = len(findings)
         for argument in call.call.arguments:
             if relevant is not None and argument not in relevant:
                 continue
-            sources = [  # pieces earlier calls *produced*: an echo of an earlier argument is not assembly
-                (source, data)
-                for source, data in argument_sources(graph, call.key, argument)
-                if source != WORLD_NODE and data["source_field"] == "output" and graph.nodes[source]["turn"] < call.turn
-            ]
+            sources = _produced_sources(graph, call, argument)
             turns = sorted({graph.nodes[source]["turn"] for source, _ in sources})
             if len(turns) < 2:
                 continue
@@ -65,8 +108,12 @@ def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Fi
                     "high" if stronger else "warning",
                     nodes,
                     sentence,
-                    {"argument": argument, "pieces": pieces, "turns": turns, "whole_denied": whole_denied,
-                     "parts_allowed": parts_allowed},
+                    {"form": "within_argument", "argument": argument, "pieces": pieces, "turns": turns,
+                     "whole_denied": whole_denied, "parts_allowed": parts_allowed},
                 )
             )
+        if len(findings) == within:  # an argument already assembled from pieces says enough about this call
+            across = _across_arguments(graph, result, call)
+            if across is not None:
+                findings.append(across)
     return findings

@@ -123,3 +123,39 @@ def test_a_token_the_call_was_given_and_echoed_back_is_not_a_divergence():
     graph = build_graph(result)
     assert edges_of_kind(graph, "divergence") == []
     assert [d["source_field"] for u, v, d in edges_of_kind(graph, "data") if d["token"] == "/workspace/report-2291.txt"] == ["arguments"]
+
+
+@given(st.sampled_from([0, 4, 9, "7", "B2", "x"]), st.sampled_from(["id", "record_id"]))
+def test_a_short_id_only_the_recorded_output_gave_is_followed_and_counterfactual(recorded_id, argument_key):
+    world = {"principals": ["alice"], "records": {"rows": [{"id": 31, "owner": "alice", "data": {"name": "Acme"}}]}}
+    result = _replay(world, [
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"},
+                    "result": {"status": "ok", "output": [{"id": recorded_id, "data": {"name": "Acme"}}]}}]},
+        {"calls": [{"tool": "update_record", "arguments": {argument_key: recorded_id, "fields": {"name": "Acme"}}}]},
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"}}]},
+    ])
+    graph = build_graph(result)
+    (divergence,) = edges_of_kind(graph, "divergence")
+    assert divergence[:2] == ("t1.c1", "t2.c1") and divergence[2]["token"] == str(recorded_id)
+    assert "t2.c1" in counterfactual_nodes(graph)
+
+
+def test_a_short_id_the_real_world_also_gave_is_carried_not_counterfactual():
+    result = _replay(RECORDS_WORLD, [
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"},
+                    "result": {"status": "ok", "output": [{"id": 2, "data": {"name": "Globex"}}]}}]},
+        {"calls": [{"tool": "update_record", "arguments": {"id": 2, "fields": {"name": "Globex"}}}]},
+    ])
+    graph = build_graph(result)
+    assert [(u, v, d["token"]) for u, v, d in edges_of_kind(graph, "data") if d["argument"] == "id"] == [("t1.c1", "t2.c1", "2")]
+    assert edges_of_kind(graph, "divergence") == [] and counterfactual_nodes(graph) == []
+
+
+def test_a_short_value_under_an_unrelated_key_is_not_followed():
+    result = _replay(RECORDS_WORLD, [
+        {"calls": [{"tool": "query_records", "arguments": {"filter": "*"},
+                    "result": {"status": "ok", "output": [{"count": 7, "data": {"name": "Globex"}}]}}]},
+        {"calls": [{"tool": "update_record", "arguments": {"id": 7, "fields": {"name": "Globex"}}}]},
+    ])
+    graph = build_graph(result)
+    assert not [d for _, _, d in edges_of_kind(graph, "data") if d["argument"] == "id"]
