@@ -83,7 +83,9 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     """Every run in the given files and directories; a file that cannot be read is one error line."""
     found = Discovery()
     loaded: list[tuple[str, int, Trajectory]] = []
-    read_from: dict[tuple[str | None, str], str] = {}  # (source file, trajectory id) -> the input that gave it
+    # Runs an index file read from other files (tau2's results.json names simulations/*.json): those
+    # files, met later, give the same runs again, which are not counted twice.
+    read_elsewhere: set[tuple[Path, str]] = set()
     for item in _run_files(paths):
         if isinstance(item, str):
             found.errors.append(item)
@@ -93,11 +95,13 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
         except (InputError, UnknownName) as exc:
             found.errors.append(exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             continue
+        here = item.resolve()
         for index, trajectory in enumerate(trajectories):
-            # An index file (tau2's results.json) and the run files it names give the same runs: keep the first.
-            key = (trajectory.source.path, trajectory.id)
-            if read_from.setdefault(key, str(item)) != str(item):
+            if (here, trajectory.id) in read_elsewhere:
                 continue
+            source = Path(trajectory.source.path).resolve() if trajectory.source.path else here
+            if source != here:
+                read_elsewhere.add((source, trajectory.id))
             loaded.append((str(item), index, trajectory))
     # A run is known by its trajectory id where that is unique in the batch, else by where it sits: the
     # id then does not depend on which other files were read first, so a resumed batch finds it again.
