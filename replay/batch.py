@@ -62,54 +62,102 @@ def _run_from_json(run_id: str, order: int, file: str, trajectory: str) -> Run:
     return Run(run_id, order, file, Trajectory.model_validate_json(trajectory))
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A run file no adapter could read: it is a result line of its own (status ``input_error``), known
+    by its path, with the one-line reason."""
+
+    file: str
+    reason: str
+
+    @property
+    def run_id(self) -> str:
+        return self.file
+
+    def line(self) -> dict[str, Any]:
+        return {"run": self.run_id, "file": self.file, "trajectory": None, "task": None, "original": None,
+                "status": "input_error", "error": self.reason}
+
+
 @dataclass
 class Discovery:
     runs: list[Run] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # every run id, unreadable files included, as found
+
+    @property
+    def errors(self) -> list[str]:
+        """The reason of each file that could not be read, one line each."""
+        return [item.reason for item in self.unreadable]
 
 
-def _run_files(paths: Iterable[str | Path]) -> Iterator[Path | str]:
+def missing_inputs(paths: Iterable[str | Path]) -> list[str]:
+    """The given paths that do not exist (checked before anything is written)."""
+    return [str(path) for path in paths if not Path(path).exists()]
+
+
+def _run_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, Path]]:
+    """(file, the input it was found under) for every run file, each directory's files sorted."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RUN_SUFFIXES)
-        elif path.is_file():
-            yield path
+            yield from ((p, path) for p in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RUN_SUFFIXES))
         else:
-            yield f"{path}: no such file or directory"
+            yield path, path
 
 
 def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
-    """Every run in the given files and directories; a file that cannot be read is one error line."""
+    """Every run in the given files and directories; a file that cannot be read is an :class:`Unreadable`."""
     found = Discovery()
-    loaded: list[tuple[str, int, Trajectory]] = []
+    loaded: list[tuple[str, str, int, Trajectory] | Unreadable] = []
     # Runs an index file read from other files (tau2's results.json names simulations/*.json): those
     # files, met later, give the same runs again, which are not counted twice.
     read_elsewhere: set[tuple[Path, str]] = set()
-    for item in _run_files(paths):
-        if isinstance(item, str):
-            found.errors.append(item)
-            continue
+    for item, root in _run_files(paths):
         try:
             trajectories = load_trajectories(item, fmt)
         except (InputError, UnknownName) as exc:
-            found.errors.append(exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
+            loaded.append(Unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}"))
+            continue
+        except OSError as exc:  # a file that vanished or cannot be opened between listing and reading
+            loaded.append(Unreadable(str(item), f"{item}: cannot read: {exc.strerror or exc}"))
             continue
         here = item.resolve()
+        where = _within(item, root)
         for index, trajectory in enumerate(trajectories):
             if (here, trajectory.id) in read_elsewhere:
                 continue
             source = Path(trajectory.source.path).resolve() if trajectory.source.path else here
             if source != here:
                 read_elsewhere.add((source, trajectory.id))
-            loaded.append((str(item), index, trajectory))
-    # A run is known by its trajectory id where that is unique in the batch, else by where it sits: the
-    # id then does not depend on which other files were read first, so a resumed batch finds it again.
-    counts = Counter(trajectory.id for _, _, trajectory in loaded)
-    for file, index, trajectory in loaded:
-        run_id = trajectory.id if counts[trajectory.id] == 1 else f"{trajectory.id}@{file}#{index}"
+            loaded.append((str(item), where, index, trajectory))
+    # A run is known by its trajectory id where that is unique in the batch, else by where it sits under
+    # the input it was found in (two pipelines both named ``local``: ``local/…@modelA/local/….json``). The
+    # id then does not depend on which other files were read, so a resumed batch finds it again.
+    counts = Counter(entry[3].id for entry in loaded if not isinstance(entry, Unreadable))
+    per_file = Counter((entry[0], entry[3].id) for entry in loaded if not isinstance(entry, Unreadable))
+    for entry in loaded:
+        if isinstance(entry, Unreadable):
+            found.unreadable.append(entry)
+            found.order.append(entry.run_id)
+            continue
+        file, where, index, trajectory = entry
+        run_id = trajectory.id
+        if counts[run_id] > 1:
+            run_id = f"{run_id}@{where}" + (f"#{index}" if per_file[(file, trajectory.id)] > 1 else "")
         found.runs.append(Run(run_id, len(found.runs), file, trajectory))
+        found.order.append(run_id)
     return found
+
+
+def _within(file: Path, root: Path) -> str:
+    """Where a file sits under the input it was found in (the file's name, when it was given itself)."""
+    if file == root:
+        return file.name
+    try:
+        return file.relative_to(root).as_posix()
+    except ValueError:
+        return str(file)
 
 
 # --- the work one worker does -------------------------------------------------------------------
@@ -253,12 +301,12 @@ class ResultsFile:
         os.close(self.fd)
 
 
-def finish_results(path: Path, lines: dict[str, dict[str, Any]], runs: list[Run]) -> list[dict[str, Any]]:
+def finish_results(path: Path, lines: dict[str, dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
     """Rewrite the results in discovery order, atomically: the same batch always ends with the same file.
 
     Only this batch's runs are kept: lines of runs no longer among the inputs would skew the summary.
     """
-    ordered = [lines[run.run_id] for run in runs if run.run_id in lines]
+    ordered = [lines[run_id] for run_id in order if run_id in lines]
     write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in ordered))
     return ordered
 
@@ -266,8 +314,12 @@ def finish_results(path: Path, lines: dict[str, dict[str, Any]], runs: list[Run]
 # --- the summary --------------------------------------------------------------------------------
 
 
-def summarise(lines: Iterable[dict[str, Any]], input_errors: list[str]) -> dict[str, Any]:
-    """The re-validation table (original verdict x re-validated class) and the run ids that matter."""
+def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The re-validation table (original verdict x re-validated class) and the run ids that matter.
+
+    ``input_error`` lists every input that could not be replayed as given: a file no adapter could read
+    (its run id is its path) and a run that calls tools its world does not know; each reason is in its
+    line of ``results.jsonl``."""
     lines = list(lines)
     table: dict[str, dict[str, int]] = {}
     for line in lines:
@@ -290,7 +342,6 @@ def summarise(lines: Iterable[dict[str, Any]], input_errors: list[str]) -> dict[
             line["run"] for line in lines if line["status"] == "harness_error" or line.get("harness_errors")
         ),
         "input_error": by("status", "input_error"),
-        "input_errors": input_errors,
         "no_tool_calls": by("status", NO_TOOL_CALLS),
         # the tools no domain or binding knows, most frequent first: the bindings worth writing
         "unknown_tools": dict(sorted(unknown.items(), key=lambda item: (-item[1], item[0]))),
@@ -370,11 +421,15 @@ def run_batch(
 ) -> dict[str, Any]:
     """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
 
-    Bad worlds raise :class:`~.errors.ScenarioError` before anything runs; unreadable run files are
-    listed in the summary's ``input_errors`` and the rest goes on.
+    Bad worlds and paths that do not exist raise before anything is written; a run file that cannot be
+    read is a line of its own (status ``input_error``) and the rest goes on.
     """
     out = Path(out)
+    paths = list(paths)
     progress = progress or Progress()
+    missing = missing_inputs(paths)
+    if missing:
+        raise InputError(missing[0], None, "no such file or directory")
     if executor == "dask" and not scheduler:
         raise InputError(None, "--scheduler", "--executor dask needs the address of a Dask scheduler")
     if fmt != "auto":
@@ -389,12 +444,15 @@ def run_batch(
     except OSError as exc:
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
     todo = [run for run in found.runs if not _settled(lines.get(run.run_id), run)]
-    progress.start(len(found.runs), len(found.runs) - len(todo))
+    progress.start(len(found.order), len(found.runs) - len(todo))
 
     def on_line(line: dict[str, Any]) -> None:
         writer.append(line)
         lines[line["run"]] = line
         progress.advance(line)
+
+    for unreadable in found.unreadable:
+        on_line(unreadable.line())
 
     work = partial(replay_runs, worlds_dir=str(worlds_dir) if worlds_dir is not None else None, runtime=runtime, out_dir=str(out) if reports else None)
     chunk = max(1, min(25, len(todo) // max(1, jobs * 8)))
@@ -407,8 +465,8 @@ def run_batch(
         writer.close()
         if jobs <= 1 and executor != "dask":
             close_worker()
-    ordered = finish_results(results_path, lines, found.runs)
-    summary = summarise(ordered, found.errors)
+    ordered = finish_results(results_path, lines, found.order)
+    summary = summarise(ordered)
     write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
     write_atomic(out / "index.html", batch_index_html(ordered, summary))
     return summary

@@ -26,6 +26,7 @@ from .errors import InputError, UnknownName
 from .model import json_schema
 from .report import (
     graph_document,
+    plural,
     markdown_report,
     print_revalidation,
     print_run_summary,
@@ -139,6 +140,9 @@ def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, mar
             except OSError as exc:
                 _fail(f"{path}: cannot write the report: {exc.strerror or exc}")
                 sys.exit(EXIT_BAD_INPUT)
+    written = [path for path, _ in reports if path]
+    if written:
+        console.print(f"wrote {', '.join(written)}")
     if batch.errors:
         sys.exit(EXIT_BAD_INPUT)
     if batch.failed:
@@ -162,6 +166,11 @@ def check(paths: tuple[str, ...], runtime: str) -> None:
             click.echo(f"{label}: ok — {revalidated}")
 
     batch = _replay(paths, runtime, show)
+    checked, failed = len(batch.checked), len(batch.failed)
+    tally = [f"{plural(len(batch.runs), 'trajectory')} checked", f"{checked - failed}/{checked} met their expectations"]
+    if batch.errors:
+        tally.append(plural(len(batch.errors), "input error"))
+    click.echo(" · ".join(tally))
     if batch.errors:
         sys.exit(EXIT_BAD_INPUT)
     if batch.failed:
@@ -212,6 +221,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         except OSError as exc:
             _fail(f"{output}: cannot write the graph: {exc.strerror or exc}")
             sys.exit(EXIT_BAD_INPUT)
+        click.echo(f"wrote {output} ({fmt}: {chosen.label}, {plural(len(chosen.replay.calls), 'call')})")
     else:
         click.echo(text, nl=False)
 
@@ -240,10 +250,24 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     bar = Progress(TextColumn("revalidating"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                    TimeRemainingColumn(), console=Console(stderr=True), transient=False)
     task = bar.add_task("runs", total=None)
-    hooks = batch.Progress(
-        start=lambda total, done: bar.update(task, total=total, completed=done),
-        advance=lambda line: bar.advance(task),
-    )
+    input_errors: list[dict] = []
+
+    def start(total: int, done: int) -> None:
+        bar.update(task, total=total, completed=done)
+        if done:
+            bar.console.print(f"resuming {out_dir}: {done} of {plural(total, 'run')} already done there, "
+                              f"{total - done} new to replay", soft_wrap=True)
+
+    def advance(line: dict) -> None:
+        bar.advance(task)
+        if line["status"] == "input_error":
+            input_errors.append(line)
+
+    hooks = batch.Progress(start=start, advance=advance)
+    missing = batch.missing_inputs(runs)
+    if missing:  # before the runtime, the bar or anything in --out
+        _fail(f"{missing[0]}: no such file or directory")
+        sys.exit(EXIT_BAD_INPUT)
     _open_runtime(runtime).close()  # say now, in one line, if the runtime cannot run here
     try:
         with bar:
@@ -259,9 +283,9 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
         sys.exit(EXIT_BAD_INPUT)
     print_revalidation(console, summary)
-    for error in summary["input_errors"]:
-        _fail(error)
-    if summary["input_errors"] or summary["input_error"]:
+    for line in input_errors:
+        _fail(line["error"] if line["error"].startswith(line["file"]) else f"{line['file']}: {line['error']}")
+    if summary["input_error"]:
         sys.exit(EXIT_BAD_INPUT)
 
 

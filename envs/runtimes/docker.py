@@ -60,6 +60,23 @@ SOCKET_PREFIX = "litmus-docker-"
 HINT = "or choose --runtime sandbox or --runtime inprocess"
 
 
+def no_engine_message(where: str, failure: str, which: Any = shutil.which) -> str:
+    """Why no Docker engine answered, and what to do, in words (never the client library's exception)."""
+    lowered = failure.lower()
+    if "permission denied" in lowered:
+        return (f"a Docker engine listens at {where}, but this user may not use it: add the user to the docker "
+                f"group (then log in again), or run as root; {HINT}")
+    if which("dockerd") is None and which("docker") is None:
+        return ("Docker is not installed here: install the Docker engine (on Debian or Ubuntu: "
+                "`apt-get install docker.io`), then start it (`systemctl start docker`, or `dockerd &` as root where "
+                f"there is no systemd); {HINT}")
+    if which("dockerd") is None:
+        return (f"no Docker engine answers at {where}: the docker command is installed but the engine is not, or "
+                f"runs elsewhere; start the engine where it is installed, or point DOCKER_HOST at it; {HINT}")
+    return (f"the Docker engine is installed but not running (nothing answers at {where}): start it with "
+            f"`systemctl start docker`, or `dockerd &` as root where there is no systemd; {HINT}")
+
+
 # --- the engine: every SDK call --------------------------------------------------------------
 
 
@@ -81,9 +98,7 @@ class Engine:
             client = docker.from_env(timeout=int(timeout))
             client.ping()
         except Exception as exc:
-            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-            raise RuntimeUnavailable(f"no Docker engine answers at {where} ({reason}); start one (`dockerd &` as root, "
-                                     f"or `systemctl start docker`), {HINT}") from None
+            raise RuntimeUnavailable(no_engine_message(where, str(exc))) from None
         return cls(client)
 
     def server_version(self) -> str:

@@ -64,18 +64,25 @@ def print_trajectory(console: Console, run: Analysis) -> None:
     console.print()
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 trajectory``, ``2 trajectories``: a count with its noun in the right number."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many or (word[:-1] + 'ies' if word.endswith('y') and word[-2:-1] not in 'aeiou' else word + 's')}"
+
+
 def print_run_summary(console: Console, runs: Sequence[Analysis], errors: int) -> None:
     """One line: trajectories, calls, calls per class, expectations met, input errors."""
     counts = class_counts(runs)
     calls = sum(counts.values())
     checked = sum(1 for run in runs if run.problems is not None)
     failed = sum(1 for run in runs if run.problems)
-    parts = [f"{len(runs)} trajectories", f"{calls} calls"]
+    parts = [plural(len(runs), "trajectory"), plural(calls, "call")]
     parts += [f"{cls} {n}" for cls, n in counts.items() if n]
     if checked:
         parts.append(f"expectations {checked - failed}/{checked} met")
     if errors:
-        parts.append(f"{errors} input error{'s' if errors != 1 else ''}")
+        parts.append(plural(errors, "input error"))
     console.print(" · ".join(parts))
 
 

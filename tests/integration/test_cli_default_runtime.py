@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from litmus_replay.replay.scenario import find_scenarios, load_scenario
+
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
@@ -23,4 +25,6 @@ def test_run_defaults_to_the_sandbox_and_the_pack_holds(tmp_path, runtime_opener
     assert proc.returncode == 0, proc.stdout + proc.stderr
     document = json.loads(report.read_text())
     assert document["summary"]["expectations_failed"] == {}
-    assert document["summary"]["trajectories"] == 18
+    packs = [SCENARIOS / "core", SCENARIOS / "detectors"]
+    expected = sum(len(load_scenario(path).trajectories) for path in find_scenarios(packs))
+    assert document["summary"]["trajectories"] == expected

@@ -84,9 +84,11 @@ def test_an_unreadable_run_file_is_an_input_error_line(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path)
     (runs / "broken.jsonl").write_text('{"id": "x", "principal": ')
     summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
-    (error,) = summary["input_errors"]
-    assert "broken.jsonl" in error and "\n" not in error
-    assert summary["runs"] == 11
+    assert summary["input_error"] == [str(runs / "broken.jsonl")]
+    lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    (line,) = [line for line in lines if line["status"] == "input_error"]
+    assert line["file"] == str(runs / "broken.jsonl") and "broken.jsonl" in line["error"] and "\n" not in line["error"]
+    assert summary["runs"] == 12 and "input_errors" not in summary
 
 
 def test_a_torn_last_line_is_cut_and_its_run_replayed(tmp_path):
@@ -156,7 +158,7 @@ def test_revalidate_finds_exactly_the_planted_runs_in_every_corpus_format(tmp_pa
     manifest = write_corpus(150, 3, fmt, tmp_path / "corpus")
     summary = batch.run_batch([tmp_path / "corpus" / "runs"], tmp_path / "corpus" / "worlds", tmp_path / "out",
                                runtime="inprocess", jobs=2, reports=False)
-    assert summary["runs"] == 150 and not summary["input_errors"] and not summary["missing_world"]
+    assert summary["runs"] == 150 and not summary["input_error"] and not summary["missing_world"]
     assert summary["over_penalised"] == sorted(manifest.over_penalised)
     assert summary["under_penalised"] == sorted(manifest.under_penalised)
 

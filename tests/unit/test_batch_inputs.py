@@ -1,0 +1,74 @@
+"""Every input is in every output: files no adapter can read are lines of results.jsonl and rows of the
+index; runs that share an id get readable distinct ones."""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from pathlib import Path
+
+from litmus_replay.replay import batch
+
+EXTERNAL = Path(__file__).resolve().parents[1] / "fixtures" / "external"
+AGENTDOJO = EXTERNAL / "agentdojo" / "injection_task_3.json"  # pipeline_name "local"
+
+
+def _worlds(root: Path) -> Path:
+    worlds = root / "worlds"
+    worlds.mkdir()
+    (worlds / "benign.yaml").write_text("name: benign\nworld: {principals: [alice]}\n")
+    return worlds
+
+
+def test_a_directory_of_unreadable_truncated_empty_and_valid_files_lists_every_file(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "binary.json").write_bytes(bytes(range(256)) * 4)
+    (runs / "cut.eval").write_bytes((EXTERNAL / "inspect" / "zstd_epochs.eval").read_bytes()[:1200])
+    (runs / "empty.jsonl").write_text("")
+    (runs / "half.json").write_text('{"messages": [{"role": "assistant", "tool_calls": [')
+    shutil.copy(EXTERNAL / "inspect" / "zstd_epochs.eval", runs / "whole.eval")
+    out = tmp_path / "out"
+    summary = batch.run_batch([runs], _worlds(tmp_path), out, runtime="inprocess", reports=False)
+
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    files = [line["file"] for line in lines]
+    bad = ["binary.json", "cut.eval", "empty.jsonl", "half.json"]
+    assert sorted(set(files)) == sorted(str(runs / name) for name in [*bad, "whole.eval"])
+    errors = {Path(line["file"]).name: line["error"] for line in lines if line["status"] == "input_error"}
+    assert sorted(errors) == bad
+    assert "truncated" in errors["cut.eval"] and "empty file" in errors["empty.jsonl"]
+    assert all(name in errors[name] for name in bad), "each reason names its file"
+    assert sorted(summary["input_error"]) == sorted(str(runs / name) for name in bad)
+    assert summary["table"]["none"]["input_error"] == len(bad)
+    assert sum(1 for line in lines if Path(line["file"]).name == "whole.eval") == 5  # its samples, no world
+
+    index = html.unescape((out / "index.html").read_text())
+    for line in lines:
+        assert line["run"] in index and (line.get("error") or "") in index
+
+
+def test_an_unreadable_file_stays_listed_when_the_batch_resumes(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "empty.jsonl").write_text("")
+    worlds, out = _worlds(tmp_path), tmp_path / "out"
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
+    first = (out / "results.jsonl").read_bytes()
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
+    assert (out / "results.jsonl").read_bytes() == first and first.count(b"\n") == 1
+
+
+def test_two_pipelines_both_named_local_get_readable_distinct_ids(tmp_path):
+    runs = tmp_path / "runs"
+    for model in ("model-a", "model-b"):
+        target = runs / model / "local" / "slack" / "user_task_12" / "direct"
+        target.mkdir(parents=True)
+        shutil.copy(AGENTDOJO, target / "injection_task_3.json")
+    found = batch.discover([runs])
+    ids = [run.run_id for run in found.runs]
+    assert len(set(ids)) == 2
+    assert ids == [f"local/slack/user_task_12/direct/injection_task_3@{model}/local/slack/user_task_12/direct/injection_task_3.json"
+                   for model in ("model-a", "model-b")]
+    assert all(str(tmp_path) not in run_id for run_id in ids), "ids say where under the input, not the whole path"
