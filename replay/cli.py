@@ -221,7 +221,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         except OSError as exc:
             _fail(f"{output}: cannot write the graph: {exc.strerror or exc}")
             sys.exit(EXIT_BAD_INPUT)
-        click.echo(f"wrote {output} ({fmt}: {chosen.label}, {plural(len(chosen.replay.calls), 'call')})")
+        click.echo(f"wrote {output} ({fmt}: {chosen.label}, {plural(len(chosen.replay.calls), 'call')})", err=True)
     else:
         click.echo(text, nl=False)
 
