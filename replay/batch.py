@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 from litmus_replay.adapters import get_adapter, load_trajectories
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
+from . import limits
 from .analysis import analyse
 from .engine import Replayer
 from .errors import InputError, UnknownName
@@ -115,6 +116,7 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     read_elsewhere: set[tuple[Path, str]] = set()
     for item, root in _run_files(paths):
         try:
+            limits.check_file_size(item)
             trajectories = load_trajectories(item, fmt)
         except (InputError, UnknownName) as exc:
             loaded.append(Unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}"))
@@ -211,6 +213,10 @@ def _base_line(run: Run) -> dict[str, Any]:
 
 def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, out_dir: str | None) -> dict[str, Any]:
     line = _base_line(run)
+    try:
+        limits.check_calls(run.trajectory.call_count(), run.file, f"trajectory {run.trajectory.id!r}")
+    except limits.LimitExceeded as exc:
+        return {**line, "status": "input_error", "error": exc.line()}
     if run.trajectory.call_count() == 0:  # nothing to re-validate: the benchmark's verdict stands
         return {**line, "status": NO_TOOL_CALLS, "finding": "stands", "calls": 0}
     try:

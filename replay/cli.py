@@ -20,7 +20,7 @@ from rich.text import Text
 from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names
 
-from . import __version__
+from . import __version__, limits
 from .analysis import Analysis
 from .errors import InputError, UnknownName
 from .model import json_schema
@@ -77,6 +77,28 @@ def _runtime_option(func):
     )(func)
 
 
+def _apply_limits(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> None:
+    """``--limit NAME=N``: raise (or lower) one of the input limits for this command and its workers."""
+    try:
+        limits.apply_settings(dict(limits.parse_setting(value) for value in values))
+        limits.check_settings()
+    except InputError as exc:
+        _fail(exc.line())
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _limit_option(func):
+    return click.option(
+        "--limit",
+        "limit_settings",
+        multiple=True,
+        metavar="NAME=N",
+        expose_value=False,
+        callback=_apply_limits,
+        help=f"Raise an input limit ({', '.join(limits.DEFAULTS)}); repeatable. See the README's security model.",
+    )(func)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="litmus-replay")
 def main() -> None:
@@ -109,6 +131,7 @@ def _replay(paths: tuple[str, ...], runtime: str, on_run=None) -> Batch:
 
 
 @main.command()
+@_limit_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the whole result as JSON here.")
 @click.option("--html", "html_dir", type=click.Path(file_okay=False), metavar="DIR",
@@ -150,6 +173,7 @@ def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, mar
 
 
 @main.command()
+@_limit_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @_runtime_option
 def check(paths: tuple[str, ...], runtime: str) -> None:
@@ -186,6 +210,7 @@ GRAPH_FORMATS = {
 
 
 @main.command()
+@_limit_option
 @click.argument("scenario", type=click.Path())
 @click.option("--format", "fmt", default="json", show_default=True, metavar="|".join(GRAPH_FORMATS),
               help="What to write: the graph as JSON, Graphviz DOT or GraphML, or the trajectory's HTML page.")
@@ -227,6 +252,7 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 
 
 @main.command("revalidate")
+@_limit_option
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("--worlds", "worlds_dir", type=click.Path(),
               help="Directory of world files, by task key (a benchmark with a bridge, such as AgentDojo, needs none).")

@@ -24,6 +24,7 @@ from typing import Any, Literal, Mapping
 import cel
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import limits
 from .errors import PolicyError
 
 Verdict = Literal["allow", "deny"]
@@ -73,6 +74,94 @@ class Judgement:
 class _Rule:
     spec: RuleSpec
     program: Any
+    macro_depth: int = 0
+
+
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def measure(expression: str) -> tuple[int, int]:
+    """The bracket depth and the comprehension-macro depth of a CEL condition, read without parsing it.
+
+    Measured before compiling: the CEL library's parser and evaluator recurse on the expression's
+    nesting, and a deep enough one overflows the native stack (a crash no ``except`` catches).
+    A macro chained on another's result (``xs.map(...).all(...)``) counts one level deeper, as if nested.
+    """
+    depth = max_depth = macro = max_macro = 0
+    stack: list[int] = []  # per open bracket: its macro level (0 when it is not a macro call)
+    last_closed_macro = 0  # macro level of the bracket that just closed, for chains
+    i, n = 0, len(expression)
+    while i < n:
+        ch = expression[i]
+        if ch in "'\"":
+            quote = expression[i : i + 3] if expression[i : i + 3] in ("'''", '"""') else ch
+            i += len(quote)
+            while i < n and not expression.startswith(quote, i):
+                i += 2 if expression[i] == "\\" else 1
+            i += len(quote)
+            last_closed_macro = 0
+            continue
+        if ch in _OPEN:
+            level = 0
+            if ch == "(":
+                name = re.search(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)\s*$", expression[max(0, i - 40) : i])
+                if name and name.group(1) in MACROS:
+                    chained = last_closed_macro if re.search(r"\)\s*\.\s*\w+\s*$", expression[max(0, i - 40) : i]) else 0
+                    level = max(macro, chained) + 1
+            stack.append(level)
+            if level:
+                macro = level
+            depth += 1
+            max_depth, max_macro = max(max_depth, depth), max(max_macro, macro)
+            last_closed_macro = 0
+        elif ch in _CLOSE and stack:
+            level = stack.pop()
+            depth -= 1
+            macro = max((lvl for lvl in stack if lvl), default=0)
+            last_closed_macro = level
+        elif not ch.isspace() and ch != ".":
+            if not (ch.isalnum() or ch == "_"):
+                last_closed_macro = 0
+        i += 1
+    return max_depth, max_macro
+
+
+def _check_size(expression: str, file: str | None, where: str) -> int:
+    """Refuse a condition too long or too deeply nested to compile safely; returns its macro depth."""
+    if len(expression) > limits.get("cel_length"):
+        raise limits.LimitExceeded(file, where, f"a CEL condition of {len(expression)} characters", "cel_length")
+    depth, macro_depth = measure(expression)
+    if depth > limits.get("cel_nesting"):
+        raise limits.LimitExceeded(file, where, f"brackets nested {depth} deep", "cel_nesting")
+    return macro_depth
+
+
+def _longest_collection(value: Any) -> int:
+    """The length of the longest list or map anywhere in ``value``: what one macro level may iterate."""
+    longest, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            longest = max(longest, len(item))
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            longest = max(longest, len(item))
+            stack.extend(item)
+    return longest
+
+
+def cel_safe(value: Any) -> Any:
+    """``value`` with every string CEL cannot hold made visible: a lone surrogate (a truncated log's
+    half emoji, a file name that is not UTF-8) is written as its escape, ``\\ud83d``. The recorded value
+    itself is kept unchanged everywhere else."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {cel_safe(key): cel_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [cel_safe(item) for item in value]
+    return value
 
 
 @dataclass
@@ -91,12 +180,13 @@ class Policy:
             if rule.id in seen:
                 raise PolicyError(file, f"{where}.id", f"duplicate rule id {rule.id!r}")
             seen.add(rule.id)
+            macro_depth = _check_size(rule.when, file, f"{where}.when")
             try:
                 program = cel.compile(rule.when)
             except (ValueError, RuntimeError, TypeError) as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise PolicyError(file, f"{where}.when", f"CEL does not compile: {first_line}") from None
-            rules.append(_Rule(rule, program))
+            rules.append(_Rule(rule, program, macro_depth))
         return cls(rules)
 
     @property
@@ -119,8 +209,20 @@ class Policy:
         unapplied: list[str] = []
         errors: list[str] = []
         applied = bool(variables.get("committed"))
-        context = cel.Context(dict(variables))  # converted to CEL once, shared by every rule
+        try:
+            context = cel.Context(dict(variables))  # converted to CEL once, shared by every rule
+        except ValueError:  # a string CEL cannot hold; rare, so the copy is made only then
+            context = cel.Context(cel_safe(dict(variables)))
+        longest = None
         for rule in self.rules:
+            if rule.macro_depth > 1:
+                longest = _longest_collection(dict(variables)) if longest is None else longest
+                cost = max(longest, 1) ** rule.macro_depth
+                if cost > limits.get("cel_cost"):
+                    errors.append(f"rule {rule.spec.id!r} not evaluated: {rule.macro_depth} nested macros over "
+                                  f"up to {longest} items may take {cost} steps, over the limit of "
+                                  f"{limits.get('cel_cost')} ({limits.hint('cel_cost')})")
+                    continue
             try:
                 result = rule.program.execute(context)
             except Exception as exc:  # the CEL library raises KeyError/TypeError/RuntimeError alike

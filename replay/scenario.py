@@ -18,6 +18,7 @@ from litmus_replay.envs import EnvError, World, WorldSpecError
 
 from .bindings import Bindings, BindingsField, resolve_bindings
 from .detectors import DETECTORS
+from . import limits
 from .errors import InputError, ScenarioError, UnknownName
 from .model import Trajectory, first_error
 from .policy import Policy, PolicySpec
@@ -161,9 +162,11 @@ def load_scenario(path: str | Path) -> Scenario:
 def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
     ref = spec.trajectory
     if isinstance(ref, Trajectory):
+        limits.check_calls(ref.call_count(), str(path), "trajectory.turns")
         return [ref]
     target = (path.parent / ref.path).resolve()
     try:
+        limits.check_file_size(target)
         trajectories = load_trajectories(target, ref.format)
     except UnknownName as exc:
         raise ScenarioError(str(path), "trajectory.format", str(exc)) from None
@@ -175,6 +178,8 @@ def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
             raise ScenarioError(str(path), "trajectory.id", f"no trajectory with id {ref.id!r} in {ref.path}")
     if not trajectories:
         raise ScenarioError(str(path), "trajectory.path", f"{ref.path} holds no trajectory")
+    for trajectory in trajectories:
+        limits.check_calls(trajectory.call_count(), str(target), f"trajectory {trajectory.id!r}")
     if ref.principal is not None:
         trajectories = [t.model_copy(update={"principal": ref.principal}) for t in trajectories]
     return trajectories

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from . import limits
 from .errors import ScenarioError
 
 __all__ = ["json_problem", "read_yaml"]
@@ -61,6 +62,7 @@ def read_yaml(path: Path) -> Any:
         raise ScenarioError(str(path), where, f"not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ScenarioError(str(path), None, "expected a YAML mapping at the top level")
+    limits.yaml_size(data, str(path))  # before anything walks it: an alias bomb is refused, never expanded
     problem = json_problem(data)
     if problem:
         raise ScenarioError(str(path), *problem)
