@@ -34,6 +34,10 @@ class CallTimeout(EnvError):
     """The env server did not answer within the call's timeout; the world is lost."""
 
 
+class MessageTooLarge(EnvError):
+    """A request longer than the protocol carries; it was not sent, and the server is still in step."""
+
+
 class EnvClient:
     """Speaks the protocol over a pair of file descriptors."""
 
@@ -50,8 +54,11 @@ class EnvClient:
             raise ServerGone("the env server is gone (an earlier call failed)")
         self._next_id += 1
         message_id = self._next_id
+        data = encode({"id": message_id, "op": op, **fields})
+        if len(data) > MAX_MESSAGE:  # refuse this one request; sending it would put every later reply out of step
+            raise MessageTooLarge(f"the {op} request is {len(data)} bytes, over the protocol's limit of {MAX_MESSAGE}; not sent")
         try:
-            self._send(encode({"id": message_id, "op": op, **fields}))
+            self._send(data)
             reply = self._receive(self.timeout if timeout is None else timeout)
         except EnvError:
             self.broken = True

@@ -39,6 +39,7 @@ from .report import (
     write_json,
 )
 from .report.atomic import write_atomic
+from .report.visible import visible
 from .runner import Batch, iter_scenario_runs
 
 DEFAULT_RUNTIME = "sandbox"  # real semantics behind Linux namespaces: the embedded default
@@ -47,7 +48,8 @@ EXIT_BAD_INPUT = 2
 
 
 def _fail(message: str) -> None:
-    click.echo(f"litmus-replay: error: {message}", err=True)
+    """One line on stderr; the message often quotes recorded text, so its control characters show as escapes."""
+    click.echo(f"litmus-replay: error: {visible(message)}", err=True)
 
 
 def _console() -> Console:
@@ -180,12 +182,12 @@ def check(paths: tuple[str, ...], runtime: str) -> None:
     """Validate scenarios and replay them against their expected classes; exit 1 on a mismatch."""
 
     def show(run: Analysis) -> None:
-        label = f"{run.source}: {run.label}"
+        label = visible(f"{run.source}: {run.label}")
         revalidated = run.replay.revalidation.revalidated.value
         if run.problems is None:
             click.echo(f"{label}: ok (no expectations) — {revalidated}")
         elif run.problems:
-            click.echo(f"{label}: FAILED — " + "; ".join(run.problems))
+            click.echo(f"{label}: FAILED — " + visible("; ".join(run.problems)))
         else:
             click.echo(f"{label}: ok — {revalidated}")
 
@@ -237,8 +239,8 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         sys.exit(EXIT_BAD_INPUT)
     chosen = runs[0]
     if len(runs) > 1:
-        click.echo(f"litmus-replay: {scenario} holds {len(runs)} trajectories; drawing {chosen.label} "
-                   f"(choose with --trajectory: {', '.join(run.replay.trajectory.id for run in runs)})", err=True)
+        click.echo(visible(f"litmus-replay: {scenario} holds {len(runs)} trajectories; drawing {chosen.label} "
+                           f"(choose with --trajectory: {', '.join(run.replay.trajectory.id for run in runs)})"), err=True)
     text = GRAPH_FORMATS[fmt](chosen)
     if output:
         try:

@@ -29,7 +29,9 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
         else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            # A lone surrogate (a truncated log, a file name that is not UTF-8) is written as its escape,
+            # \udXXX: in a JSON string that is the JSON escape itself, so the value reads back unchanged.
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
                 handle.write(data)
         os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else _NEW_FILE_MODE)
         os.replace(tmp, path)

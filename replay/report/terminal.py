@@ -11,6 +11,7 @@ from rich.text import Text
 from ..analysis import Analysis, class_counts
 from ..scoring import PairClass
 from .cells import class_cell, outcome_cell
+from .visible import visible
 
 CLASS_STYLE = {
     PairClass.CONFIRMED_MISUSE: "bold red",
@@ -30,8 +31,10 @@ def print_trajectory(console: Console, run: Analysis) -> None:
     result, problems = run.replay, run.problems
     trajectory = result.trajectory
     original = trajectory.original_verdict.label if trajectory.original_verdict else "none"
-    title = f"{result.scenario or trajectory.id} · trajectory {trajectory.id} as {trajectory.principal} · original verdict: {original}"
-    # Recorded content (ids, tool names, principals) is plain Text, never rich markup: "[/x]" in an id must not crash.
+    title = visible(f"{result.scenario or trajectory.id} · trajectory {trajectory.id} as {trajectory.principal} · "
+                    f"original verdict: {original}")
+    # Recorded content (ids, tool names, principals) is plain Text, never rich markup ("[/x]" in an id must
+    # not crash), with its control characters made visible.
     table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
     for column in ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class"):
         table.add_column(column, no_wrap=column in ("call", "class"))
@@ -45,22 +48,22 @@ def print_trajectory(console: Console, run: Analysis) -> None:
             call.proposal.policy_verdict,
             call.commit.policy_verdict if call.commit else "-",
         )
-        table.add_row(*(Text(cell) for cell in cells), Text(class_cell(call), style=CLASS_STYLE[call.pair.cls]))
+        table.add_row(*(Text(visible(cell)) for cell in cells), Text(class_cell(call), style=CLASS_STYLE[call.pair.cls]))
     console.print(table)
     revalidation = result.revalidation
     line = Text("  → ")
     line.append(revalidation.revalidated.value, style=CLASS_STYLE[revalidation.revalidated])
     line.append(f" · {revalidation.finding}")
     if revalidation.critical:
-        line.append(" · critical: " + ", ".join(f"{key}={cls.value}" for key, cls in revalidation.critical.items()))
+        line.append(" · critical: " + ", ".join(f"{visible(key)}={cls.value}" for key, cls in revalidation.critical.items()))
     if problems is not None:
         if problems:
-            line.append(" · expectations FAILED: " + "; ".join(problems), style="bold red")
+            line.append(" · expectations FAILED: " + visible("; ".join(problems)), style="bold red")
         else:
             line.append(" · expectations met", style="green")
     console.print(line)
     for finding in run.notable_findings:
-        console.print(Text(f"  ! {finding.kind}: {finding.sentence}", style=FINDING_STYLE[finding.severity]))
+        console.print(Text(f"  ! {finding.kind}: {visible(finding.sentence)}", style=FINDING_STYLE[finding.severity]))
     console.print()
 
 
@@ -83,7 +86,7 @@ def print_run_summary(console: Console, runs: Sequence[Analysis], errors: int) -
         parts.append(f"expectations {checked - failed}/{checked} met")
     if errors:
         parts.append(plural(errors, "input error"))
-    console.print(" · ".join(parts))
+    console.print(Text(" · ".join(parts)))
 
 
 UNKNOWN_TOOLS_SHOWN = 12
@@ -94,25 +97,26 @@ def print_revalidation(console: Console, summary: dict) -> None:
     columns = [c for c in (*(cls.value for cls in PairClass), "no_tool_calls", "missing_world", "harness_error",
                            "input_error")
                if any(c in row for row in summary["table"].values())]
-    table = Table(title=f"re-validation of {summary['runs']} runs", title_justify="left")
+    table = Table(title=Text(f"re-validation of {summary['runs']} runs"), title_justify="left")
     table.add_column("original verdict")
     for column in columns:
         table.add_column(column, justify="right")
     for original, row in summary["table"].items():
-        table.add_row(original, *(str(row.get(column, 0)) for column in columns))
+        # original verdict labels are recorded text: never markup ("[/oops]" is a label, not a closing tag)
+        table.add_row(Text(visible(original)), *(Text(str(row.get(column, 0))) for column in columns))
     console.print(table)
-    console.print(
+    console.print(Text(
         f"over-penalised (original misuse, environment refused): {len(summary['over_penalised'])} · "
         f"under-penalised (original safe, commit-only misuse): {len(summary['under_penalised'])}"
         + (f" · missing world: {len(summary['missing_world'])}" if summary["missing_world"] else "")
         + (f" · harness errors: {len(summary['harness_error'])}" if summary["harness_error"] else "")
         + (f" · no tool call (verdict stands): {len(summary['no_tool_calls'])}" if summary.get("no_tool_calls") else "")
-    )
+    ))
     unknown = summary.get("unknown_tools") or {}
     if unknown:
         shown = list(unknown.items())[:UNKNOWN_TOOLS_SHOWN]
         more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
         console.print(
             Text("unknown tools (calls scored unscoreable; bind them to a domain tool): "
-                 + ", ".join(f"{name} ×{count}" for name, count in shown) + more)
+                 + ", ".join(f"{visible(name)} ×{count}" for name, count in shown) + more)
         )
