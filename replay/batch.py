@@ -17,8 +17,9 @@ import json
 import os
 import re
 import threading
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -362,43 +363,113 @@ def _chunks(runs: list[Run], size: int) -> list[list[Run]]:
 
 def execute_local(runs: list[Run], jobs: int, work: Callable[[list[Run]], list[dict[str, Any]]],
                   on_line: Callable[[dict[str, Any]], None], chunk: int) -> None:
-    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes."""
+    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes.
+
+    A worker that dies (a crash in native code, the kernel's OOM killer) breaks the whole pool and every
+    chunk still in it. Those runs are not charged with it: they are run again one per task, at most
+    ``jobs`` at a time, and any run lost again is run alone, so only a run that kills its worker by
+    itself is a harness error.
+    """
     if jobs <= 1:
         for part in _chunks(runs, chunk):
             for line in work(part):
                 on_line(line)
         return
+    lost: list[Run] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         chunks = {pool.submit(work, part): part for part in _chunks(runs, chunk)}
         pending = set(chunks)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                for line in _chunk_lines(future, chunks[future]):
+                try:
+                    lines = future.result()
+                except Exception:  # BrokenProcessPool, an unpicklable result: retried below, run by run
+                    lost.extend(chunks[future])
+                    continue
+                for line in lines:
                     on_line(line)
+    if lost:
+        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line)
+
+
+def _run_apart(runs: list[Run], width: int, work: Callable[[list[Run]], list[dict[str, Any]]],
+               on_line: Callable[[dict[str, Any]], None]) -> None:
+    """Each run as its own task, at most ``width`` in flight, a fresh pool after any breaks; with
+    ``width`` 1 a run that fails is the one to blame, and is a harness error."""
+    queue = deque(runs)
+    suspects: list[Run] = []
+    while queue:
+        with ProcessPoolExecutor(max_workers=width) as pool:
+            inflight: dict[Any, Run] = {}
+            broken = False
+            while inflight or (queue and not broken):
+                while queue and not broken and len(inflight) < width:
+                    run = queue.popleft()
+                    try:
+                        inflight[pool.submit(work, [run])] = run
+                    except BrokenProcessPool:
+                        queue.appendleft(run)
+                        broken = True
+                if not inflight:
+                    break
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    run = inflight.pop(future)
+                    try:
+                        lines = future.result()
+                    except Exception as exc:
+                        broken = broken or isinstance(exc, BrokenProcessPool)
+                        if width == 1:
+                            on_line(_worker_failed(run, exc))
+                        else:
+                            suspects.append(run)
+                        continue
+                    for line in lines:
+                        on_line(line)
+    if suspects:
+        _run_apart(suspects, 1, work, on_line)
+
+
+def _worker_failed(run: Run, exc: BaseException) -> dict[str, Any]:
+    reason = str(exc) or "the worker process ended abruptly"
+    return {**_base_line(run), "status": "harness_error",
+            "error": f"the worker process failed replaying this run alone: {type(exc).__name__}: {reason}"}
 
 
 def _chunk_lines(future: Any, part: list[Run]) -> list[dict[str, Any]]:
-    """A chunk's result lines; a worker that died takes its chunk with it, as harness errors."""
+    """A chunk's result lines; a worker that failed takes its chunk with it, as harness errors."""
     try:
         return future.result()
-    except Exception as exc:  # BrokenProcessPool, a worker killed by the kernel, an unpicklable result
-        return [{**_base_line(run), "status": "harness_error", "error": f"worker failed: {type(exc).__name__}: {exc}"}
-                for run in part]
+    except Exception as exc:  # a worker lost, an unpicklable result
+        return [_worker_failed(run, exc) for run in part]
 
 
 def execute_dask(runs: list[Run], scheduler: str, work: Callable[[list[Run]], list[dict[str, Any]]],
                  on_line: Callable[[dict[str, Any]], None], chunk: int) -> None:
-    """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks."""
+    """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks. The runs
+    of a chunk that failed are run again one per task; only a run that fails alone is a harness error."""
     from dask.distributed import Client, as_completed  # optional dependency: the `dask` extra
 
     with Client(scheduler) as client:
         parts = _chunks(runs, chunk)
         futures = client.map(work, parts, pure=False)
         chunk_of = {future.key: part for future, part in zip(futures, parts)}
+        lost: list[Run] = []
         for future in as_completed(futures):
-            for line in _chunk_lines(future, chunk_of[future.key]):
+            try:
+                lines = future.result()
+            except Exception:
+                lost.extend(chunk_of[future.key])
+                continue
+            for line in lines:
                 on_line(line)
+        if lost:
+            singles = client.map(work, [[run] for run in lost], pure=False)
+            run_of = {future.key: run for future, run in zip(singles, lost)}
+            for future in as_completed(singles):
+                for line in _chunk_lines(future, [run_of[future.key]]):
+                    on_line(line)
 
 
 # --- the whole batch ----------------------------------------------------------------------------

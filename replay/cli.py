@@ -45,6 +45,7 @@ from .runner import Batch, iter_scenario_runs
 DEFAULT_RUNTIME = "sandbox"  # real semantics behind Linux namespaces: the embedded default
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_REVALIDATED = 3  # revalidate: some run had no world or hit a harness error; its line says why
 
 
 def _fail(message: str) -> None:
@@ -269,7 +270,10 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, runtime: str, jobs: int, executor: str,
                scheduler: str | None, out_dir: str, no_reports: bool) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
-    re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes."""
+    re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes.
+
+    Exit status: 0 when every run was re-validated, 2 on bad input, 3 when some run had no world or hit a
+    harness error (re-running retries those)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from . import batch
@@ -315,6 +319,10 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         _fail(line["error"] if line["error"].startswith(line["file"]) else f"{line['file']}: {line['error']}")
     if summary["input_error"]:
         sys.exit(EXIT_BAD_INPUT)
+    if summary["missing_world"] or summary["harness_error"]:
+        _fail(f"{len(summary['missing_world']) + len(summary['harness_error'])} of {summary['runs']} runs could not be "
+              f"re-validated (missing world or harness error); see {Path(out_dir) / 'results.jsonl'}, and re-run to retry them")
+        sys.exit(EXIT_NOT_REVALIDATED)
 
 
 @main.command()

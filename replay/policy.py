@@ -137,9 +137,9 @@ def _check_size(expression: str, file: str | None, where: str) -> int:
     return macro_depth
 
 
-def _longest_collection(value: Any) -> int:
-    """The length of the longest list or map anywhere in ``value``: what one macro level may iterate."""
-    longest, stack = 0, [value]
+def _longest_collection(values: list[Any]) -> int:
+    """The length of the longest list or map anywhere in ``values``: what one macro level may iterate."""
+    longest, stack = 0, list(values)
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
@@ -216,7 +216,7 @@ class Policy:
         longest = None
         for rule in self.rules:
             if rule.macro_depth > 1:
-                longest = _longest_collection(dict(variables)) if longest is None else longest
+                longest = _longest_collection(list(variables.values())) if longest is None else longest
                 cost = max(longest, 1) ** rule.macro_depth
                 if cost > limits.get("cel_cost"):
                     errors.append(f"rule {rule.spec.id!r} not evaluated: {rule.macro_depth} nested macros over "
