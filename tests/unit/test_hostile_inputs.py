@@ -256,10 +256,10 @@ def test_a_run_that_kills_its_worker_leaves_every_other_result_unchanged(tmp_pat
     reference = {line["run"]: line for line in map(json.loads, (tmp_path / "clean" / "results.jsonl").read_text().splitlines())}
     original = batch.Replayer.replay
 
-    def die_on_poison(self, trajectory, world, scenario=None):
+    def die_on_poison(self, trajectory, *args, **kwargs):
         if trajectory.id == "benign-run-1":
             os._exit(139)  # what a segfault in native code looks like to the pool
-        return original(self, trajectory, world, scenario)
+        return original(self, trajectory, *args, **kwargs)
 
     monkeypatch.setattr(batch.Replayer, "replay", die_on_poison)  # forked workers inherit it
     out = tmp_path / "out"
