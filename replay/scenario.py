@@ -165,6 +165,10 @@ def _trajectories(spec: ScenarioSpec, path: Path) -> list[Trajectory]:
         limits.check_calls(ref.call_count(), str(path), "trajectory.turns")
         return [ref]
     target = (path.parent / ref.path).resolve()
+    if not target.is_relative_to(path.parent.resolve()):
+        # A scenario is input too: it must not make the tool read (and quote, in its errors) any host file.
+        raise ScenarioError(str(path), "trajectory.path", f"{ref.path!r} leads outside the scenario's directory; "
+                            "a scenario reads only run files beside or below it (links followed)")
     try:
         limits.check_file_size(target)
         trajectories = load_trajectories(target, ref.format)

@@ -350,7 +350,7 @@ class FilesReal(_Files):
         except OSError as exc:
             reason = errno.errorcode.get(exc.errno or 0, "an error")
             call.note(f"{param} {path} could not be resolved in the world root: {reason}")
-            raise
+            raise OSError(exc.errno, exc.strerror, path) from None  # the world's path, never the host's behind it
         call.resolve(**{param: res.path})
         call.read(*(f"files:{link}" for link, _ in res.links), f"files:{res.path}")
         self._explain(call, param, path, res)

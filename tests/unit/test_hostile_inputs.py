@@ -286,3 +286,21 @@ def test_revalidate_exits_3_when_a_run_could_not_be_revalidated(tmp_path):
     result = runner.invoke(main, [*args, "--out", str(tmp_path / "b")], env=NO_LIMITS)
     assert result.exit_code == EXIT_NOT_REVALIDATED
     assert "1 of 11 runs could not be re-validated" in result.output
+
+
+# --- what a scenario may read ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reference", ["/etc/passwd", "../outside.jsonl", "link.jsonl"])
+def test_a_scenario_reads_no_run_file_outside_its_directory(tmp_path, reference):
+    (tmp_path / "outside.jsonl").write_text("root:x:0:0:secret entry\n")
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "link.jsonl").symlink_to(tmp_path / "outside.jsonl")
+    path = scenarios / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "world": WORLD, "trajectory": {"path": reference}}))
+    result = CliRunner().invoke(main, ["check", str(path), "--runtime", "inprocess"], env=NO_LIMITS)
+    assert result.exit_code == 2
+    [line] = [line for line in result.output.splitlines() if line.startswith("litmus-replay: error:")]
+    assert "trajectory.path" in line and "outside the scenario's directory" in line
+    assert "root:" not in result.output and "secret" not in result.output
