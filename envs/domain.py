@@ -5,6 +5,9 @@ the methods marked with :func:`tool`. A tool method receives the :class:`Call` a
 parameters as keyword arguments (a JSON name that is a Python keyword, such as ``from``, arrives as
 ``from_``), returns the tool's output, and fails by raising ``OSError`` or :class:`ServiceError`.
 Other domains can be added through the ``litmus_replay.domains`` entry-point group.
+
+A domain describes what runtimes need to know about it in its :class:`Declaration` (whether its state is
+contained, its longest call, the code it needs, the runtimes it supports), so no runtime names a domain.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
+import logging
 import os
+import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Literal, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Literal, Mapping, NamedTuple
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
 
@@ -28,6 +33,7 @@ ENTRY_POINT_GROUP = "litmus_replay.domains"
 
 
 NOBODY = 65534
+_log = logging.getLogger("litmus_replay.envs")
 
 
 @dataclass
@@ -121,6 +127,39 @@ class Call:
         self.note(evidence)
 
 
+@dataclass(frozen=True)
+class Declaration:
+    """What a domain tells the runtimes about itself.
+
+    ``contained``: every bit of its real state lives in the server's memory or under the world root, so the
+    next world's load rebuilds it and a sandbox or container that hosted it can be reused. ``in_memory``:
+    it keeps all its state in memory and touches no files or processes (implies ``contained``); a runtime
+    that cannot host it runs its world in-process instead, and says so. ``max_call_seconds``: its longest
+    call (a runtime's per-call backstop is raised above it); :meth:`Domain.call_seconds` may derive it from
+    the world's section. ``code``: the importable modules it needs inside an isolated runtime, made visible
+    read-only there; None means the distribution that provides the domain and its dependencies.
+    ``runtimes``: the runtimes it can run in; None means every runtime.
+    """
+
+    contained: bool = False
+    in_memory: bool = False
+    max_call_seconds: float | None = None
+    code: tuple[str, ...] | None = None
+    runtimes: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.in_memory and not self.contained:
+            object.__setattr__(self, "contained", True)
+        if self.max_call_seconds is not None and not self.max_call_seconds > 0:
+            raise ValueError("Declaration.max_call_seconds must be positive")
+        for name in ("code", "runtimes"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+                    raise TypeError(f"Declaration.{name} must be a tuple of names")
+                object.__setattr__(self, name, tuple(value))
+
+
 def tool(method: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a domain method as a tool named after the method."""
     method.__litmus_tool__ = True  # type: ignore[attr-defined]
@@ -137,6 +176,7 @@ class Domain(ABC):
     name: ClassVar[str]
     semantics: ClassVar[Semantics]
     tools: ClassVar[dict[str, Callable[..., Any]]] = {}
+    declaration: ClassVar[Declaration] = Declaration()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -150,6 +190,11 @@ class Domain(ABC):
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         self.spec = spec
         self.env = env
+
+    @classmethod
+    def call_seconds(cls, section: Mapping[str, Any]) -> float | None:
+        """The longest a call can take in a world with this section (by default the declared figure)."""
+        return cls.declaration.max_call_seconds
 
     @abstractmethod
     def snapshot(self) -> dict[str, str]:
@@ -180,23 +225,49 @@ def _python_name(param: str) -> str:
 
 _REGISTRY: dict[tuple[str, Semantics], type[Domain]] = {}
 _entry_points_loaded = False
+_LOCK = threading.RLock()  # threads (a Dask worker's) must not see the registry half loaded
 
 
 def register_domain(cls: type[Domain]) -> type[Domain]:
     """Class decorator: make a domain available to worlds under ``(cls.name, cls.semantics)``."""
     if cls.semantics not in SEMANTICS:
         raise ValueError(f"{cls.__name__}.semantics must be one of {SEMANTICS}")
-    _REGISTRY[(cls.name, cls.semantics)] = cls
+    if not isinstance(cls.declaration, Declaration):
+        raise TypeError(f"{cls.__name__}.declaration must be a Declaration")
+    with _LOCK:
+        _REGISTRY[(cls.name, cls.semantics)] = cls
     return cls
+
+
+class PluginLoadError(NamedTuple):
+    """An entry point of the domain group that could not be loaded (the others still are)."""
+
+    entry_point: str
+    error: str
+
+
+_LOAD_ERRORS: list[PluginLoadError] = []
 
 
 def _load_entry_points() -> None:
     global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()  # importing the module registers its domains
+    with _LOCK:
+        if _entry_points_loaded:
+            return
+        _entry_points_loaded = True
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                entry.load()  # importing the module registers its domains
+            except Exception as exc:  # one broken plug-in must not take the others (or the batch) down
+                failure = PluginLoadError(f"{entry.name} = {entry.value}", f"{type(exc).__name__}: {exc}")
+                _LOAD_ERRORS.append(failure)
+                _log.warning("litmus-replay: domain plug-in %s failed to load: %s", failure.entry_point, failure.error)
+
+
+def plugin_errors() -> list[PluginLoadError]:
+    """The domain entry points that failed to load, each with its error (empty when all loaded)."""
+    _load_entry_points()
+    return list(_LOAD_ERRORS)
 
 
 def domain_names() -> list[str]:
@@ -211,6 +282,27 @@ def domain_class(name: str, semantics: Semantics) -> type[Domain]:
         return _REGISTRY[(name, semantics)]
     except KeyError:
         raise UnknownDomain(name, domain_names()) from None
+
+
+def domain_pair(name: str) -> dict[Semantics, type[Domain]]:
+    """Both classes of a domain a world names, checked to be a pair: registered in both semantics, with the
+    same tools. Raises :class:`UnknownDomain` for an unregistered name and :class:`WorldSpecError` (naming
+    the world's section) for a half-registered or mismatched one."""
+    _load_entry_points()
+    pair = {semantics: _REGISTRY.get((name, semantics)) for semantics in SEMANTICS}
+    if not any(pair.values()):
+        raise UnknownDomain(name, domain_names())
+    missing = [semantics for semantics, cls in pair.items() if cls is None]
+    if missing:
+        present = next(s for s in SEMANTICS if s not in missing)
+        raise WorldSpecError(f"world.{name}", f"domain {name!r} is registered with {present} semantics only; "
+                                              f"register a {missing[0]} class for it too")
+    stub, real = pair["stub"], pair["real"]
+    if set(stub.tools) != set(real.tools):  # type: ignore[union-attr]
+        odd = sorted(set(stub.tools) ^ set(real.tools))  # type: ignore[union-attr]
+        raise WorldSpecError(f"world.{name}", f"domain {name!r}: its stub and real classes differ in tools "
+                                              f"{', '.join(odd)}; both semantics must offer the same tools")
+    return pair  # type: ignore[return-value]
 
 
 def spec_section(spec: Mapping[str, Any], key: str, field_path: str, kind: type, default: Any) -> Any:

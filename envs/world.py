@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
-from .domain import Call, Domain, Semantics, WorldEnv, domain_class, domain_names
+from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair
 from .errors import ServiceError, UnknownTool, Unresolvable, WorldSpecError
 from .outcome import Effects, Outcome, Resolution
 
@@ -49,6 +49,19 @@ def parse_principals(value: Any) -> dict[str, dict[str, Any]]:
     return principals
 
 
+def tool_namespace(domain_tools: Mapping[str, Any]) -> dict[str, str]:
+    """Tool name -> domain, over the given domains (``name -> tool names``) in their order; raises
+    :class:`WorldSpecError` naming both domains when two offer the same tool name."""
+    namespace: dict[str, str] = {}
+    for domain, tools in domain_tools.items():
+        for tool_name in tools:
+            other = namespace.setdefault(tool_name, domain)
+            if other != domain:
+                raise WorldSpecError(f"world.{domain}", f"tool {tool_name!r} is offered by both domains {other!r} "
+                                                        f"and {domain!r}; a world may name only one of them")
+    return namespace
+
+
 class World:
     """The stateful environment a trajectory acts on, in one semantics.
 
@@ -71,11 +84,12 @@ class World:
             raise WorldSpecError("world", "expected a mapping")
         self.spec = spec
         self.semantics = semantics
-        known = set(domain_names())
-        for key in spec:
-            if key not in COMMON_KEYS and key not in known:
+        known = domain_names()
+        named = [key for key in spec if key not in COMMON_KEYS]
+        for key in named:
+            if key not in known:
                 raise WorldSpecError(
-                    f"world.{key}", f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | known))}"
+                    f"world.{key}", f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | set(known)))}"
                 )
         sessions = spec.get("sessions") or {}
         if not isinstance(sessions, dict):
@@ -99,22 +113,33 @@ class World:
             isolated=isolated,
             switch_uid=switch_uid and semantics == "real",
         )
-        self._tool_domain = {
-            tool_name: name for name in known for tool_name in domain_class(name, semantics).tools
-        }
+        self._classes = {name: domain_pair(name)[semantics] for name in named}
+        self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})
         self._domains: dict[str, Domain] = {}
         self._clock = 0.0
         try:
-            for name in known:
-                if name in spec:
-                    self._domain(name)
+            for name in named:
+                self._domain(name)
         except BaseException:  # a malformed section: leave nothing behind
             self.close()
             raise
 
     @property
     def tools(self) -> list[str]:
+        """The tools of the domains this world's spec names (one namespace: no name belongs to two)."""
         return sorted(self._tool_domain)
+
+    @property
+    def domains(self) -> list[str]:
+        """The domains this world's spec names, in the spec's order."""
+        return list(self._classes)
+
+    def domain_of(self, tool_name: str) -> str:
+        """The domain that provides a tool; raises :class:`UnknownTool` listing the world's tools."""
+        try:
+            return self._tool_domain[tool_name]
+        except KeyError:
+            raise UnknownTool(tool_name, self.tools) from None
 
     def _domain(self, name: str) -> Domain:
         domain = self._domains.get(name)
@@ -122,7 +147,7 @@ class World:
             section = self.spec.get(name) or {}
             if not isinstance(section, Mapping):
                 raise WorldSpecError(f"world.{name}", "expected a mapping")
-            domain = self._domains[name] = domain_class(name, self.semantics)(section, self.env)
+            domain = self._domains[name] = self._classes[name](section, self.env)
         return domain
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,9 +156,7 @@ class World:
 
     def apply(self, request: Mapping[str, Any]) -> Outcome:
         tool_name = request["tool"]
-        if tool_name not in self._tool_domain:
-            raise UnknownTool(tool_name, self.tools)
-        domain = self._domain(self._tool_domain[tool_name])
+        domain = self._domain(self.domain_of(tool_name))
         self._clock = float(request.get("at", self._clock + 1.0))
         session = request.get("session", self.env.ambient_session)
         call = Call(
