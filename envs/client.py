@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import EnvError, WorldSpecError
 from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode
-from .runtime import WorldHandle
+from .interface import WorldHandle
 
 DEFAULT_TIMEOUT = 30.0
 

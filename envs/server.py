@@ -10,6 +10,7 @@ It imports only the standard library (and pyfakefs for stub file semantics), so 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import platform
 import shutil
@@ -90,6 +91,12 @@ class WorldHost:
         semantics = message.get("semantics")
         if semantics not in ("stub", "real"):
             raise ValueError(f"semantics must be 'stub' or 'real', not {semantics!r}")
+        for module in message.get("imports") or ():  # plug-in domains: importing a module registers them
+            try:
+                importlib.import_module(str(module))
+            except Exception as exc:
+                raise EnvError(f"cannot import domain module {module!r} in the env server: "
+                               f"{type(exc).__name__}: {exc}") from None
         self._build(message.get("spec") or {}, semantics)
         assert self.world is not None
         return {"tools": self.world.tools}

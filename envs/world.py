@@ -49,6 +49,18 @@ def parse_principals(value: Any) -> dict[str, dict[str, Any]]:
     return principals
 
 
+def named_domains(spec: Mapping[str, Any]) -> list[str]:
+    """The domains a world spec names, in its order; raises :class:`WorldSpecError` for an unknown section."""
+    known = domain_names()
+    named = [key for key in spec if key not in COMMON_KEYS]
+    for key in named:
+        if key not in known:
+            raise WorldSpecError(
+                f"world.{key}", f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | set(known)))}"
+            )
+    return named
+
+
 def tool_namespace(domain_tools: Mapping[str, Any]) -> dict[str, str]:
     """Tool name -> domain, over the given domains (``name -> tool names``) in their order; raises
     :class:`WorldSpecError` naming both domains when two offer the same tool name."""
@@ -84,13 +96,7 @@ class World:
             raise WorldSpecError("world", "expected a mapping")
         self.spec = spec
         self.semantics = semantics
-        known = domain_names()
-        named = [key for key in spec if key not in COMMON_KEYS]
-        for key in named:
-            if key not in known:
-                raise WorldSpecError(
-                    f"world.{key}", f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | set(known)))}"
-                )
+        named = named_domains(spec)
         sessions = spec.get("sessions") or {}
         if not isinstance(sessions, dict):
             raise WorldSpecError("world.sessions", "expected a mapping token -> principal")

@@ -407,7 +407,7 @@ def image() -> None:
 @click.option("--tag", metavar="T", help="Image tag (default: litmus-replay-env:<version>-<hash of the envs code>).")
 def image_build(offline: bool, tag: str | None) -> None:
     """Build the env image (progress on stderr, the tag on stdout)."""
-    from litmus_replay.envs.runtimes.image import build
+    from litmus_replay.envs.runtimes.docker.image import build
 
     try:
         click.echo(build(tag=tag, offline=offline))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..domain import Call, Domain, WorldEnv, register_domain, spec_section, tool
+from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 
 __all__ = ["BankReal", "BankStub"]
@@ -168,6 +168,7 @@ def _load_rate_limit(spec: Mapping[str, Any]) -> RateLimit | None:
 
 class _Bank(Domain):
     name = "bank"
+    declaration = Declaration(in_memory=True)  # balances and gates live in memory
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)

@@ -32,6 +32,7 @@ import posixpath
 import shutil
 import stat
 import tempfile
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Mapping
@@ -42,7 +43,7 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 from pyfakefs.fake_open import FakeFileOpen
 from pyfakefs.fake_os import FakeOsModule
 
-from ..domain import Call, Domain, WorldEnv, register_domain, tool
+from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
 
@@ -209,6 +210,7 @@ def digest(kind: str, mode: int, uid: int, payload: str = "") -> str:
 
 class _Files(Domain):
     name = "files"
+    declaration = Declaration(contained=True)  # everything under the world root, which a load rebuilds
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
@@ -569,15 +571,19 @@ def _count_tree(host_dir: str) -> int:
 def _fake_superuser() -> Iterator[None]:
     """Run pyfakefs as uid 0, so the stub never refuses on permissions, whatever uid runs the tests.
 
-    pyfakefs keeps the acting uid in a module global; it is restored on exit (not thread-safe, as the
-    rest of a world is not).
+    pyfakefs keeps the acting uid in a module global, restored on exit. One lock for the process holds it
+    across the body, so stub worlds in several threads (a Dask worker's) never see another call's uid.
     """
-    previous = fake_helpers.get_uid()
-    fake_helpers.set_uid(0)
-    try:
-        yield
-    finally:
-        fake_helpers.set_uid(previous)
+    with _FAKE_UID_LOCK:
+        previous = fake_helpers.get_uid()
+        fake_helpers.set_uid(0)
+        try:
+            yield
+        finally:
+            fake_helpers.set_uid(previous)
+
+
+_FAKE_UID_LOCK = threading.RLock()
 
 
 @register_domain

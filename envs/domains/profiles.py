@@ -11,7 +11,7 @@ import copy
 import json
 from typing import Any, Mapping
 
-from ..domain import Call, Domain, WorldEnv, register_domain, tool
+from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, Unresolvable, WorldSpecError
 
 
@@ -26,6 +26,7 @@ def _load_profiles(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 class _Profiles(Domain):
     name = "profiles"
+    declaration = Declaration(in_memory=True)
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)

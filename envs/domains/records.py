@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
-from ..domain import Call, Domain, WorldEnv, register_domain, spec_section, tool
+from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 
 __all__ = ["Clause", "RecordsReal", "RecordsStub", "compile_filter", "filter_matches", "parse_filter", "render_filter"]
@@ -388,6 +388,7 @@ def _row_list(rows: Sequence[tuple[int, str]]) -> str:
 
 class _Records(Domain):
     name = "records"
+    declaration = Declaration(in_memory=True)  # an in-memory SQLite database
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)

@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from ..domain import Call, Domain, WorldEnv, register_domain, spec_section, tool
+from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import ensure_within, host_path, trace_in_root
 from . import _command
@@ -132,10 +132,20 @@ def _positive(spec: Mapping[str, Any], key: str, default: float, integer: bool =
 
 class _Shell(Domain):
     name = "shell"
+    # A command may leave files in /tmp or /dev/shm, or processes: a host that ran one is not reused.
+    declaration = Declaration(contained=False, max_call_seconds=DEFAULT_MAX_TIMEOUT)
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
         self.settings = parse_shell_spec(spec)
+
+    @classmethod
+    def call_seconds(cls, section: Mapping[str, Any]) -> float | None:
+        """The world's ceiling on a command's timeout (a malformed section: the default; the world refuses it)."""
+        try:
+            return parse_shell_spec(section).max_timeout
+        except WorldSpecError:
+            return cls.declaration.max_call_seconds
 
     def _command(self, value: Any) -> str:
         if not isinstance(value, str):

@@ -1,8 +1,2 @@
-"""The built-in runtimes besides in-process; importing this package registers them."""
-
-from . import sandbox  # noqa: F401
-
-try:
-    from . import docker  # noqa: F401  (host side only; the Docker SDK itself is imported when used)
-except ImportError:  # pragma: no cover
-    pass
+"""The isolated runtimes (``sandbox``, ``docker``) and what they share: how a world's domains are hosted
+(:mod:`.hosting`) and how hosts are pooled for reuse (:mod:`.pool`). They are registered by :mod:`..registry`."""

@@ -4,7 +4,8 @@ Each world gets its own sandbox: ``python3 -S -m litmus_replay.envs.server --std
 --world-root /world`` as uid 0 of a fresh user namespace whose uids 0-65535 map to an unprivileged host
 range (``uid_base``, default 100000), in fresh mount, pid, net, ipc and uts namespaces. Its root is a
 read-only tmpfs holding read-only binds of ``/usr`` (``/bin``, ``/lib*`` as the host has them: symlinks
-under usr-merge), the Python installation, this package and pyfakefs; a generated ``/etc`` (passwd and
+under usr-merge), the Python installation, this package, pyfakefs and the code the world's domains
+declare (see :mod:`.hosting`); a generated ``/etc`` (passwd and
 group list the world's principals; nothing of the host's but ``ld.so.cache``); a private ``/tmp``; a
 size-limited tmpfs at ``/world`` where the server lays the world out; ``/proc`` of the new pid namespace and
 a minimal ``/dev``. The network namespace holds only loopback. Every process in it runs with no-new-privs,
@@ -22,7 +23,6 @@ and the engine records a harness error.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import select
@@ -38,17 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..client import CallTimeout, EnvClient, ServerGone, ServerWorld
+from ..client import EnvClient
 from ..domain import NOBODY, Semantics
-from ..domains import is_contained_tool
-from ..domains.shell import parse_shell_spec
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
-from ..runtime import Runtime, WorldHandle, register_runtime
+from ..interface import Runtime, WorldHandle
 from ..world import parse_principals
-from . import _launcher
+from . import _launcher, hosting
+from .hosting import MOUNT_ROOT, Mount
+from .pool import Pool, PooledWorld, open_on
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
-MOUNT_ROOT = "/opt/litmus"
 WORLD_ROOT = "/world"
 SERVER_ARGS = ("-S", "-m", "litmus_replay.envs.server", "--stdio", "--isolated", "--switch-uid",
                "--world-root", WORLD_ROOT)
@@ -68,7 +67,7 @@ WORLDS_PER_SANDBOX = 200
 class SandboxOptions:
     """What ``get_runtime("sandbox", **options)`` accepts."""
 
-    call_timeout: float = 30.0  # s; the backstop per call (raised per world to the shell's max_timeout + 5)
+    call_timeout: float = 30.0  # s; the backstop per call (raised per world above its domains' longest call)
     start_timeout: float = 15.0  # s; for a sandbox's server to answer hello
     memory: int = 1024 * MiB  # RLIMIT_AS of every process in the sandbox
     disk: int = 64 * MiB  # the /world tmpfs
@@ -108,12 +107,11 @@ def _python() -> tuple[str, str]:
     return executable, prefix
 
 
-def _package_dirs() -> tuple[str, str]:
-    envs = str(Path(__file__).resolve().parent.parent)
-    spec = importlib.util.find_spec("pyfakefs")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeUnavailable(f"the sandbox runtime cannot run here: pyfakefs is not installed; {HINT}")
-    return envs, os.path.realpath(list(spec.submodule_search_locations)[0])
+def _base_mounts() -> tuple[Mount, ...]:
+    try:
+        return hosting.base_mounts()
+    except RuntimeUnavailable as exc:
+        raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {exc}".replace("use --runtime inprocess", HINT)) from None
 
 
 def etc_files(principals: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -135,13 +133,13 @@ def etc_files(principals: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     return {"/etc/passwd": passwd, "/etc/group": group, "/etc/hosts": hosts, "/etc/nsswitch.conf": nsswitch}
 
 
-def root_plan(options: SandboxOptions, data: Mapping[str, int]) -> tuple[list[str], list[list[Any]]]:
+def root_plan(options: SandboxOptions, data: Mapping[str, int], mounts: tuple[Mount, ...] = ()) -> tuple[list[str], list[list[Any]]]:
     """The bind sources and the ordered operations that build the sandbox's root (see ``_launcher``).
 
-    ``data`` maps each generated file's path to the descriptor holding its content.
+    ``data`` maps each generated file's path to the descriptor holding its content; ``mounts`` is the code
+    the world's domains need beyond this package and pyfakefs.
     """
     executable, prefix = _python()
-    envs, fakefs = _package_dirs()
     sources: list[str] = []
     binds: list[list[Any]] = []
     links: list[list[Any]] = []
@@ -159,8 +157,8 @@ def root_plan(options: SandboxOptions, data: Mapping[str, int]) -> tuple[list[st
             bind(path, path)
     if not any(prefix == f"/{d}" or prefix.startswith(f"/{d}/") for d in ("usr", *SYSTEM_DIRS)):
         bind(prefix, prefix)
-    bind(envs, f"{MOUNT_ROOT}/litmus_replay/envs")
-    bind(fakefs, f"{MOUNT_ROOT}/pyfakefs")
+    for mount in (*_base_mounts(), *mounts):
+        bind(mount.source, mount.destination)
     if os.path.isfile("/etc/ld.so.cache"):
         bind("/etc/ld.so.cache", "/etc/ld.so.cache")
     files = [["data", fd, path, 0o644] for path, fd in data.items()]
@@ -193,7 +191,7 @@ def _backend(options: SandboxOptions) -> str | None:
 class _Sandbox:
     """One sandbox: the launcher's process tree and a client on its env server's stdio."""
 
-    def __init__(self, options: SandboxOptions, principals: Mapping[str, Mapping[str, Any]], staging: str,
+    def __init__(self, options: SandboxOptions, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str,
                  bwrap: str | None):
         self.options = options
         self.call_timeout = options.call_timeout
@@ -203,19 +201,19 @@ class _Sandbox:
         self.info: dict[str, Any] = {}
         self.tainted = False  # ran a tool that may leave state outside the world root: never reuse
         self.worlds = 0  # worlds hosted so far: a sandbox is retired before its server's CPU limit nears
-        self._start(principals, staging, bwrap)
+        self._start(etc, mounts, staging, bwrap)
 
-    def _start(self, principals: Mapping[str, Mapping[str, Any]], staging: str, bwrap: str | None) -> None:
+    def _start(self, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str, bwrap: str | None) -> None:
         data: dict[str, int] = {}
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
         try:
-            for path, content in etc_files(principals).items():
+            for path, content in etc.items():
                 fd = os.memfd_create(path.rsplit("/", 1)[-1], 0)
                 os.write(fd, content.encode())
                 os.lseek(fd, 0, os.SEEK_SET)
                 data[path] = fd
-            sources, ops = root_plan(self.options, data)
+            sources, ops = root_plan(self.options, data, mounts)
             executable, _ = _python()
             config = {
                 "parent": os.getpid(), "ready": ready_w, "go": go_r, "staging": staging, "sources": sources,
@@ -354,29 +352,12 @@ class _Sandbox:
                         pass
 
 
-class SandboxWorld(ServerWorld):
+class SandboxWorld(PooledWorld):
     """A world in a sandbox; a call that times out or loses the server kills the sandbox at once."""
 
-    def __init__(self, sandbox: _Sandbox, release: Any, call_timeout: float):
-        assert sandbox.client is not None
-        super().__init__(sandbox.client, release, call_timeout)
-        self.sandbox = sandbox
-
-    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        if not is_contained_tool(request.get("tool")):
-            self.sandbox.tainted = True  # may leave state outside the world root: never reuse the sandbox
-        try:
-            return super().call(request)
-        except (CallTimeout, ServerGone):
-            self.sandbox.kill()
-            raise
-
-    def snapshot(self) -> dict[str, str]:
-        try:
-            return super().snapshot()
-        except (CallTimeout, ServerGone):
-            self.sandbox.kill()
-            raise
+    @property
+    def sandbox(self) -> _Sandbox:
+        return self.host
 
 
 # --- the runtime -------------------------------------------------------------------------------------
@@ -385,7 +366,6 @@ _PROBED: dict[tuple[Any, ...], str | None] = {}
 _PROBE_LOCK = threading.Lock()
 
 
-@register_runtime
 class SandboxRuntime(Runtime):
     """Each world in fresh Linux namespaces, its calls under the principals' own uids.
 
@@ -406,10 +386,8 @@ class SandboxRuntime(Runtime):
         self._staging = tempfile.mkdtemp(prefix="litmus-sandbox-")
         os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
         self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
-        self._live: dict[int, _Sandbox] = {}
-        self._spare: tuple[str, _Sandbox] | None = None
-        self._idle: list[tuple[str, _Sandbox]] = []  # sandboxes whose worlds closed cleanly, for reuse
-        self._lock = threading.Lock()
+        self.pool: Pool[_Sandbox] = Pool(self._spawn, lambda sandbox: sandbox.shutdown(), idle=self.options.reuse,
+                                         warm=self.options.warm, max_worlds=WORLDS_PER_SANDBOX)
         self._closed = False
         self._probe()
 
@@ -431,7 +409,7 @@ class SandboxRuntime(Runtime):
         with _PROBE_LOCK:
             if key not in _PROBED:
                 try:
-                    sandbox = _Sandbox(self.options, {}, self._staging, self._bwrap)
+                    sandbox = _Sandbox(self.options, etc_files({}), (), self._staging, self._bwrap)
                     try:
                         sandbox.connect()
                     finally:
@@ -451,102 +429,34 @@ class SandboxRuntime(Runtime):
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         if self._closed:
             raise EnvError("the sandbox runtime is closed")
-        if not isinstance(spec, Mapping):
-            raise WorldSpecError("world", "expected a mapping")
+        plan = hosting.plan(spec, semantics, self.name)
+        if not plan.inside:
+            return hosting.open_in_process(self.name, plan, spec, semantics)
         principals = parse_principals(spec.get("principals"))
         for name, attrs in principals.items():
             for key in ("uid", "gid"):
                 if not 0 <= int(attrs[key]) < UID_COUNT:
                     raise WorldSpecError(f"world.principals.{name}.{key}",
                                          f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
-        key = json.dumps(etc_files(principals), sort_keys=True)
-        sandbox = self._reuse(key) or self._take(key, principals)
-        try:
+        key = (json.dumps(etc_files(principals), sort_keys=True), plan.key())
+
+        def load(sandbox: _Sandbox) -> None:
             if not sandbox.info:  # a reused sandbox said hello when it was new
                 sandbox.connect()
-            sandbox.client.request("load", spec=dict(spec), semantics=semantics)  # type: ignore[union-attr]
-        except BaseException:
-            self._release(sandbox)
-            raise
-        timeout = _call_timeout(spec, self.options.call_timeout)
-        return SandboxWorld(sandbox, lambda _client: self._finish(key, sandbox), timeout)
+            sandbox.client.request("load", spec=dict(spec), semantics=semantics,  # type: ignore[union-attr]
+                                   imports=list(plan.imports))
 
-    def _reuse(self, key: str) -> _Sandbox | None:
-        """An idle sandbox made for these principals, whose last world only touched contained domains:
-        the next ``load`` rebuilds everything such a world could have changed."""
-        with self._lock:
-            for index, (idle_key, sandbox) in enumerate(self._idle):
-                if idle_key == key:
-                    del self._idle[index]
-                    break
-            else:
-                return None
-        if sandbox.alive():
-            return sandbox
-        self._release(sandbox)
-        return None
+        # a failed load ends its sandbox: the warm spare already serves the next world of these principals
+        return open_on(self.pool, key, load, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,
+                       SandboxWorld, keep_after_bad_load=False)
 
-    def _finish(self, key: str, sandbox: _Sandbox) -> None:
-        """A world closed: keep its sandbox for the next world if it is clean and alive, else end it."""
-        client = sandbox.client
-        sandbox.worlds += 1
-        keep = (not self._closed and not sandbox.tainted and client is not None and not client.broken
-                and sandbox.worlds < WORLDS_PER_SANDBOX and sandbox.alive())
-        if keep:
-            try:
-                client.request("close", timeout=10.0)
-            except EnvError:
-                keep = False
-        evicted: list[_Sandbox] = []
-        with self._lock:
-            keep = keep and self.options.reuse > 0
-            if keep:
-                self._idle.append((key, sandbox))
-                while len(self._idle) > self.options.reuse:
-                    evicted.append(self._idle.pop(0)[1])
-        for old in evicted:
-            self._release(old)
-        if not keep:
-            self._release(sandbox)
-
-    def _take(self, key: str, principals: Mapping[str, Mapping[str, Any]]) -> _Sandbox:
-        """The warm sandbox if it was made for these principals (its /etc lists them), else a new one;
-        then start the next warm one, which boots while this world runs."""
-        with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is not None and spare[0] == key and spare[1].alive():
-            sandbox = spare[1]
-        else:
-            if spare is not None:
-                self._release(spare[1])
-            sandbox = self._spawn(principals)
-        if self.options.warm:
-            try:
-                spare = (key, self._spawn(principals))
-            except RuntimeUnavailable:
-                spare = None
-            with self._lock:
-                self._spare, extra = spare, self._spare
-            if extra is not None:  # another thread's spare: one is enough
-                self._release(extra[1])
-        return sandbox
-
-    def _spawn(self, principals: Mapping[str, Mapping[str, Any]]) -> _Sandbox:
-        sandbox = _Sandbox(self.options, principals, self._staging, self._bwrap)
-        with self._lock:
-            self._live[id(sandbox)] = sandbox
-        return sandbox
-
-    def _release(self, sandbox: _Sandbox) -> None:
-        with self._lock:
-            self._live.pop(id(sandbox), None)
-        sandbox.shutdown()
+    def _spawn(self, key: Any) -> _Sandbox:
+        etc, mounts = key
+        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap)
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
-            live, self._live, self._spare, self._idle = list(self._live.values()), {}, None, []
-        for sandbox in live:
+        for sandbox in self.pool.drain():
             sandbox.kill()
             sandbox._stderr.close()
         self._finalizer()
@@ -564,17 +474,6 @@ def _wait_gone(pids: list[int], deadline: float) -> None:
             if state in ("Z", "X"):
                 break
             time.sleep(0.001)
-
-
-def _call_timeout(spec: Mapping[str, Any], default: float) -> float:
-    """The backstop for a world's calls: the runtime's, or longer than the world's longest shell command."""
-    section = spec.get("shell")
-    if not isinstance(section, Mapping):
-        return default
-    try:
-        return max(default, parse_shell_spec(section).max_timeout + 5.0)
-    except WorldSpecError:  # the server refuses the spec anyway
-        return default
 
 
 def _remove_dir(path: str) -> None:

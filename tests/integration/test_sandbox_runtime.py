@@ -14,6 +14,7 @@ import pytest
 
 from litmus_replay.envs import RuntimeUnavailable, WorldSpecError
 from litmus_replay.envs.runtime import get_runtime, runtime_names
+from litmus_replay.envs.runtimes import hosting
 from litmus_replay.envs.runtimes import sandbox as sandbox_module
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.model import Trajectory
@@ -181,9 +182,12 @@ def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harne
 
 
 def test_the_backstop_outlasts_the_worlds_longest_command(sandbox):
-    assert sandbox_module._call_timeout({}, 30.0) == 30.0
-    assert sandbox_module._call_timeout({"shell": {"max_timeout": 60}}, 30.0) == 65.0
-    assert sandbox_module._call_timeout({"shell": {}}, 1.0) == 25.0
+    def backstop(spec, default):
+        return hosting.plan(spec, "real", "sandbox").call_timeout(default)
+
+    assert backstop({}, 30.0) == 30.0
+    assert backstop({"shell": {"max_timeout": 60}}, 30.0) == 65.0
+    assert backstop({"shell": {}}, 1.0) == 25.0
 
 
 def test_principal_ids_outside_the_map_are_a_spec_error(sandbox):
@@ -195,8 +199,8 @@ def test_principal_ids_outside_the_map_are_a_spec_error(sandbox):
 def test_a_bad_spec_leaves_no_sandbox_behind(sandbox):
     with pytest.raises(WorldSpecError):
         sandbox.open_world({"principals": ["alice"], "files": {"tree": {"relative": "x"}}}, "real")
-    spare = {id(sandbox._spare[1])} if sandbox._spare else set()
-    assert set(sandbox._live) == spare  # only the warm sandbox for the next world is left
+    spare = {id(sandbox.pool._spare[1])} if sandbox.pool._spare else set()
+    assert {id(host) for host in sandbox.pool.hosts()} == spare  # only the warm sandbox for the next world is left
 
 
 def test_unavailable_without_root_naming_the_alternatives(monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from litmus_replay.envs import RuntimeUnavailable
-from litmus_replay.envs.runtimes import image
+from litmus_replay.envs.runtimes.docker import image
 
 
 def _etc_apt(tmp_path: Path, main: str = "", **parts: str) -> Path:
@@ -85,5 +85,5 @@ def test_import_sets_what_the_dockerfile_sets() -> None:
 
 
 def test_no_mirror_is_written_into_the_code() -> None:
-    source = Path(image.__file__).read_text() + Path(image.__file__).with_name("docker.py").read_text()
+    source = Path(image.__file__).read_text() + Path(image.__file__).with_name("engine.py").read_text() + Path(image.__file__).with_name("runtime.py").read_text()
     assert "deb.debian.org" not in source and "http://" not in source

@@ -15,7 +15,7 @@ Two ways to build:
 
 ``auto`` (what the runtime does on first use) picks ``registry`` when the Dockerfile's base image is
 already present locally, else ``offline`` when ``debootstrap`` can run (root), else tries ``registry``.
-The engine is reached only through :mod:`.docker`, the one module that uses the Docker SDK.
+The engine is reached only through :mod:`.engine`, the one module that uses the Docker SDK.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal, Protocol, TextIO
 
-from ..errors import RuntimeUnavailable
+from ...errors import RuntimeUnavailable
+from .engine import Engine as DockerEngine
 
 IMAGE_REPOSITORY = "litmus-replay-env"
 DOCKERFILE = Path(__file__).with_name("Dockerfile")
 BASE_IMAGE = "python:3.12-slim"
-ENVS_DIR = Path(__file__).resolve().parent.parent
+ENVS_DIR = Path(__file__).resolve().parents[2]
 # Written into the image by `docker import` (a Dockerfile sets the same): the runtime mounts the package here.
 IMAGE_ENV = {"PYTHONPATH": "/opt/litmus", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info")
@@ -45,7 +46,7 @@ BuildMode = Literal["auto", "offline", "registry"]
 
 
 class Engine(Protocol):
-    """What a build needs from the engine; :class:`.docker.Engine` provides it."""
+    """What a build needs from the engine; :class:`.engine.Engine` provides it."""
 
     def has_image(self, reference: str) -> bool: ...
 
@@ -302,9 +303,7 @@ def ensure_image(engine: Engine, tag: str, progress: TextIO | None = sys.stderr)
 
 def build(tag: str | None = None, offline: bool = False, progress: TextIO | None = sys.stderr) -> str:
     """``litmus-replay image build [--offline] [--tag T]``: connect to the engine and build."""
-    from .docker import Engine
-
-    engine = Engine.connect()
+    engine = DockerEngine.connect()
     try:
         return build_image(engine, tag, "offline" if offline else "registry", progress)
     finally:

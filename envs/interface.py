@@ -1,0 +1,56 @@
+"""The runtime extension point's interface: where a world runs, and a handle on one open world.
+
+Abstract base classes only, so everything that implements or uses a runtime imports this module and nothing
+that would import it back (the registry of runtimes is :mod:`.registry`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Mapping
+
+from .domain import Semantics
+
+
+class WorldHandle(ABC):
+    """One open world in some runtime."""
+
+    @abstractmethod
+    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply one call request and return the outcome dict."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, str]:
+        """The world's observable state, keyed by resource id."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Tear the world down; the handle is unusable afterwards."""
+
+    def __enter__(self) -> "WorldHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Runtime(ABC):
+    """Where worlds run. Subclasses set ``name`` and implement :meth:`open_world`."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
+        """Build a fresh world from its spec, in the given semantics."""
+
+    def close(self) -> None:
+        """Release what the runtime holds (pools, daemons)."""
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["Runtime", "WorldHandle"]

@@ -1,0 +1,194 @@
+"""Hosts (sandboxes, containers) kept for the next world, written once for both isolated runtimes.
+
+A host is made for a key (what it was started with: its principals' ``/etc``, its mounts); a world is
+opened on an idle host of its key, else on the warm spare if its key matches, else on a new host. When the
+world closes, its host is kept (after the server's ``close``, which tears the world down) unless it ran a
+tool that may leave state a reload does not rebuild, lost its server, hosted its quota of worlds, or the
+pool is full — then it is stopped. A world that loses its server stops its host at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Generic, Hashable, Mapping, Protocol, TypeVar
+
+from ..client import CallTimeout, EnvClient, ServerGone, ServerWorld
+from ..errors import EnvError
+
+
+class Host(Protocol):
+    client: EnvClient | None
+    tainted: bool  # ran a tool that may leave state outside what the next load rebuilds: never reuse
+    worlds: int  # worlds hosted so far
+
+    def alive(self) -> bool: ...
+
+
+H = TypeVar("H", bound=Host)
+
+
+class Pool(Generic[H]):
+    """``start(key)`` makes a host, ``stop(host)`` ends one. ``idle``: hosts kept, least recently used out
+    first; ``warm``: keep one host booting for the next world of the same key; ``max_worlds``: retire a host
+    after this many worlds."""
+
+    def __init__(self, start: Callable[[Hashable], H], stop: Callable[[H], None], *, idle: int, warm: bool = False,
+                 max_worlds: int | None = None, close_timeout: float = 10.0):
+        self._start = start
+        self._stop = stop
+        self.idle_limit = idle
+        self.warm = warm
+        self.max_worlds = max_worlds
+        self.close_timeout = close_timeout
+        self._live: dict[int, H] = {}
+        self._idle: list[tuple[Hashable, H]] = []
+        self._spare: tuple[Hashable, H] | None = None
+        self._lock = threading.Lock()
+        self.closed = False
+
+    @property
+    def idle(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def hosts(self) -> list[H]:
+        """Every host the pool has, idle or in use."""
+        with self._lock:
+            return list(self._live.values())
+
+    def take(self, key: Hashable) -> H:
+        """A host for a world of this key: an idle one, the warm spare, or a new one."""
+        if self.closed:
+            raise EnvError("the runtime is closed")
+        host = self._reuse(key)
+        if host is not None:
+            return host
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare[0] == key and spare[1].alive():
+            host = spare[1]
+        else:
+            if spare is not None:
+                self.discard(spare[1])
+            host = self._new(key)
+        if self.warm:
+            try:
+                fresh: tuple[Hashable, H] | None = (key, self._new(key))
+            except EnvError:  # the next world will start its own
+                fresh = None
+            with self._lock:
+                self._spare, extra = fresh, self._spare
+            if extra is not None:  # another thread's spare: one is enough
+                self.discard(extra[1])
+        return host
+
+    def _reuse(self, key: Hashable) -> H | None:
+        with self._lock:
+            for index, (idle_key, host) in enumerate(self._idle):
+                if idle_key == key:
+                    del self._idle[index]
+                    break
+            else:
+                return None
+        if host.alive():
+            return host
+        self.discard(host)
+        return None
+
+    def _new(self, key: Hashable) -> H:
+        host = self._start(key)
+        with self._lock:
+            self._live[id(host)] = host
+        return host
+
+    def give_back(self, key: Hashable, host: H) -> None:
+        """A world closed (or failed to load on a healthy server): keep its host for the next world, or stop it."""
+        host.worlds += 1
+        client = host.client
+        keep = (not self.closed and not host.tainted and client is not None and not client.broken and host.alive()
+                and (self.max_worlds is None or host.worlds < self.max_worlds) and self.idle_limit > 0)
+        with self._lock:
+            keep = keep and id(host) in self._live
+        if keep:
+            try:
+                client.request("close", timeout=self.close_timeout)  # type: ignore[union-attr]
+            except EnvError:
+                keep = False
+            except BaseException:
+                self.discard(host)
+                raise
+        evicted: list[H] = []
+        with self._lock:
+            keep = keep and not self.closed and id(host) in self._live
+            if keep:
+                self._idle.append((key, host))
+                while len(self._idle) > self.idle_limit:
+                    evicted.append(self._idle.pop(0)[1])
+        for old in evicted:
+            self.discard(old)
+        if not keep:
+            self.discard(host)
+
+    def discard(self, host: H) -> None:
+        """Stop a host (once, whoever asks first)."""
+        with self._lock:
+            owned = self._live.pop(id(host), None) is not None
+        if owned:
+            self._stop(host)
+
+    def drain(self) -> list[H]:
+        """Close the pool: no new worlds; returns every host it still has, idle or in use, for the caller to stop."""
+        with self._lock:
+            self.closed = True
+            hosts, self._live, self._spare, self._idle = list(self._live.values()), {}, None, []
+        return hosts
+
+
+class PooledWorld(ServerWorld):
+    """A world on a pooled host: a call to an uncontained tool taints the host; a call or snapshot that
+    loses the server stops the host at once (nothing of it lingers until the world is closed)."""
+
+    def __init__(self, host: Any, pool: Pool[Any], key: Hashable, call_timeout: float, uncontained: frozenset[str]):
+        assert host.client is not None
+        super().__init__(host.client, lambda _client: pool.give_back(key, host), call_timeout)
+        self.host = host
+        self._pool = pool
+        self._uncontained = uncontained
+
+    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        if request.get("tool") in self._uncontained:
+            self.host.tainted = True
+        try:
+            return super().call(request)
+        except (CallTimeout, ServerGone):
+            self._pool.discard(self.host)
+            raise
+
+    def snapshot(self) -> dict[str, str]:
+        try:
+            return super().snapshot()
+        except (CallTimeout, ServerGone):
+            self._pool.discard(self.host)
+            raise
+
+
+def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], None], call_timeout: float,
+            uncontained: frozenset[str], world_class: type[PooledWorld] = PooledWorld,
+            keep_after_bad_load: bool = True) -> PooledWorld:
+    """Take a host, ``load(host)`` the world on it, and wrap it. A load that fails stops the host, or, with
+    ``keep_after_bad_load``, gives a healthy one back (a bad spec leaves the server serving)."""
+    host = pool.take(key)
+    try:
+        load(host)
+    except BaseException as exc:
+        healthy = (keep_after_bad_load and isinstance(exc, EnvError) and host.client is not None
+                   and not host.client.broken)
+        if healthy:
+            pool.give_back(key, host)
+        else:
+            pool.discard(host)
+        raise
+    return world_class(host, pool, key, call_timeout, uncontained)
+
+
+__all__ = ["Host", "Pool", "PooledWorld", "open_on"]

@@ -1,0 +1,69 @@
+"""The direction of imports in DESIGN.md, and no import cycle: the import-linter contracts in pyproject.toml,
+plus the rules a contract cannot say, over the same import graph (grimp; imports inside functions count)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import grimp
+import networkx as nx
+import pytest
+from importlinter.cli import lint_imports
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PACKAGES = ("litmus_replay.envs", "litmus_replay.replay", "litmus_replay.adapters")
+# The envs core runs inside a sandbox or container from a read-only mount: the standard library and pyfakefs
+# only. The host side of the runtimes (and the Docker SDK behind the docker engine) is not core.
+HOST_SIDE = ("litmus_replay.envs.runtimes",)
+CORE_EXTERNALS = {"pyfakefs"}
+ADAPTERS_MAY_IMPORT = ("litmus_replay.adapters", "litmus_replay.replay.model", "litmus_replay.replay.errors")
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph(*PACKAGES, include_external_packages=True, cache_dir=None)
+
+
+def _project_edges(graph: grimp.ImportGraph) -> nx.DiGraph:
+    edges = nx.DiGraph()
+    for module in graph.modules:
+        if module.startswith(PACKAGES):
+            edges.add_node(module)
+            edges.add_edges_from((module, imported) for imported in graph.find_modules_directly_imported_by(module)
+                                 if imported.startswith(PACKAGES))
+    return edges
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_import_linter_contracts_are_kept(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # lint_imports puts the working directory on it
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def test_no_module_imports_itself_back(graph):
+    cycles = sorted(nx.simple_cycles(_project_edges(graph)), key=len)
+    assert cycles == [], f"import cycle: {' -> '.join(cycles[0] + cycles[0][:1])}"
+
+
+def test_adapters_reach_only_the_model_and_errors(graph):
+    wrong = sorted((module, imported) for module, imported in _project_edges(graph).edges
+                   if _within(module, ("litmus_replay.adapters",)) and not _within(imported, ADAPTERS_MAY_IMPORT))
+    assert wrong == []
+
+
+def test_the_envs_core_needs_only_the_standard_library_and_pyfakefs(graph):
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    wrong = sorted(
+        (module, imported)
+        for module in graph.modules
+        if _within(module, ("litmus_replay.envs",)) and not _within(module, HOST_SIDE)
+        for imported in graph.find_modules_directly_imported_by(module)
+        if not imported.startswith(PACKAGES) and imported.split(".")[0] not in stdlib | CORE_EXTERNALS
+    )
+    assert wrong == []
