@@ -86,3 +86,52 @@ def test_a_declared_long_call_and_extra_code_run_in_an_isolated_runtime(naps_dom
             assert world.snapshot() == {"naps:count": "1"}
     finally:
         runtime.close()
+
+
+def _pair(name: str, declaration) -> None:
+    from litmus_replay.envs.domain import Domain, register_domain, tool
+
+    def count(self, call):
+        self.counted = getattr(self, "counted", 0) + 1
+        return {"count": self.counted, "pid": os.getpid()}
+
+    for semantics in ("stub", "real"):
+        register_domain(type(f"{name}_{semantics}", (Domain,), {
+            "name": name, "semantics": semantics, "declaration": declaration,
+            "snapshot": lambda self: {f"{name}:count": str(getattr(self, "counted", 0))}, "count": tool(count)}))
+
+
+@pytest.mark.parametrize("runtime_name", ["sandbox", "docker"])
+def test_an_in_memory_domain_that_cannot_run_inside_runs_here_and_says_so_once(monkeypatch, caplog, runtime_opener,
+                                                                              runtime_name):
+    from litmus_replay.envs.domain import Declaration
+
+    monkeypatch.setattr(domain_module, "_REGISTRY", dict(domain_module._REGISTRY))
+    _pair(f"abacus_{runtime_name}", Declaration(in_memory=True, runtimes=("inprocess",)))
+    runtime = runtime_opener(runtime_name)
+    try:
+        for _ in range(2):
+            with runtime.open_world({f"abacus_{runtime_name}": {}}, "real") as world:
+                outcome = world.call({"tool": "count", "principal": "alice"})
+                assert outcome["output"] == {"count": 1, "pid": os.getpid()}  # this process
+    finally:
+        runtime.close()
+    said = [r.getMessage() for r in caplog.records if f"abacus_{runtime_name}" in r.getMessage()]
+    assert len(said) == 1 and "\n" not in said[0] and f"the {runtime_name} runtime" in said[0]
+    assert "in this process" in said[0]
+
+
+def test_a_domain_that_cannot_run_inside_and_is_not_in_memory_is_refused_in_one_line(monkeypatch, runtime_opener):
+    from litmus_replay.envs import RuntimeUnavailable
+    from litmus_replay.envs.domain import Declaration
+
+    monkeypatch.setattr(domain_module, "_REGISTRY", dict(domain_module._REGISTRY))
+    _pair("kiln", Declaration(code=("a_module_nobody_installed",)))
+    runtime = runtime_opener("sandbox")
+    try:
+        with pytest.raises(RuntimeUnavailable) as refused:
+            runtime.open_world({"kiln": {}}, "real")
+    finally:
+        runtime.close()
+    message = str(refused.value)
+    assert "\n" not in message and "'kiln'" in message and "a_module_nobody_installed" in message
