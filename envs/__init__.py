@@ -5,6 +5,7 @@ library (and pyfakefs, for stub file semantics) and speaks JSON-shaped dicts at 
 """
 
 from .errors import (
+    DomainFault,
     EnvError,
     RuntimeUnavailable,
     ServiceError,
@@ -17,6 +18,7 @@ from .outcome import Effects, Outcome, Resolution
 from .world import World
 
 __all__ = [
+    "DomainFault",
     "Effects",
     "EnvError",
     "Outcome",

@@ -247,21 +247,34 @@ class PluginLoadError(NamedTuple):
 
 
 _LOAD_ERRORS: list[PluginLoadError] = []
+_LOADED: set[str] = set()
 
 
-def _load_entry_points() -> None:
+def _load_entry_points(refresh: bool = False) -> None:
+    """Import every entry point of the domain group once (with ``refresh``, also those installed since)."""
     global _entry_points_loaded
     with _LOCK:
-        if _entry_points_loaded:
+        if _entry_points_loaded and not refresh:
             return
         _entry_points_loaded = True
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            label = f"{entry.name} = {entry.value}"
+            if label in _LOADED:
+                continue
+            _LOADED.add(label)
             try:
                 entry.load()  # importing the module registers its domains
             except Exception as exc:  # one broken plug-in must not take the others (or the batch) down
-                failure = PluginLoadError(f"{entry.name} = {entry.value}", f"{type(exc).__name__}: {exc}")
+                failure = PluginLoadError(label, f"{type(exc).__name__}: {exc}".splitlines()[0])
                 _LOAD_ERRORS.append(failure)
-                _log.warning("litmus-replay: domain plug-in %s failed to load: %s", failure.entry_point, failure.error)
+                _log.warning("litmus-replay: domain plug-in %s failed to load (%s); its domains are unavailable",
+                             failure.entry_point, failure.error)
+
+
+def refresh_plugins() -> list[PluginLoadError]:
+    """Load the domain entry points installed since the first look (a plug-in installed while running)."""
+    _load_entry_points(refresh=True)
+    return list(_LOAD_ERRORS)
 
 
 def plugin_errors() -> list[PluginLoadError]:

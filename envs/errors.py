@@ -52,5 +52,15 @@ class Unresolvable(ServiceError):
     """The world could not resolve who acts or on what, so the call has no commit context."""
 
 
+class DomainFault(EnvError):
+    """A domain's tool failed in a way no tool should (a bug, not a refusal): the call has no outcome."""
+
+    def __init__(self, domain: str, tool: str, error: BaseException):
+        self.domain = domain
+        self.tool = tool
+        detail = str(error).splitlines()[0] if str(error) else ""
+        super().__init__(f"domain {domain!r}, tool {tool!r}: {type(error).__name__}{': ' + detail if detail else ''}")
+
+
 class RuntimeUnavailable(EnvError, RuntimeError):
     """A runtime cannot run on this machine; the message names the alternatives."""

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair
-from .errors import ServiceError, UnknownTool, Unresolvable, WorldSpecError
+from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
 from .outcome import Effects, Outcome, Resolution
 
 COMMON_KEYS = {"principals", "session", "sessions", "facts"}
@@ -190,6 +190,8 @@ class World:
         except OSError as exc:
             code = errno_names.errorcode.get(exc.errno or 0, "EIO")
             status, error_code, error = "error", code, f"[Errno {exc.errno}] {exc.strerror or code}: {exc.filename or ''}".rstrip(": ")
+        except Exception as exc:  # a domain's bug is not the environment's answer: no outcome, one line
+            raise DomainFault(domain.name, tool_name, exc) from exc
         effects = Effects.between(before, domain.snapshot())
         output = _as_json(output)
         if status == "ok":

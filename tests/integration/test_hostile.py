@@ -14,6 +14,7 @@ refuses to go on otherwise. Even an escaped command would run as an unprivileged
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -62,6 +63,13 @@ def _checksums(paths: list[Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sentinels(tmp_path_factory):
+    # The scenarios aim at one fixed host path: two test sessions on one machine take turns with it.
+    with open(f"{SENTINEL_DIR}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield from _sentinels(tmp_path_factory)
+
+
+def _sentinels(tmp_path_factory):
     private = tmp_path_factory.mktemp("sentinels")
     (private / "keep.txt").write_text("do not touch\n")
     (private / "nested").mkdir()
