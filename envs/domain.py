@@ -248,6 +248,7 @@ class PluginLoadError(NamedTuple):
 
 _LOAD_ERRORS: list[PluginLoadError] = []
 _LOADED: set[str] = set()
+_REPORTED = "LITMUS_REPLAY_PLUGIN_ERRORS_SAID"
 
 
 def _load_entry_points(refresh: bool = False) -> None:
@@ -267,8 +268,11 @@ def _load_entry_points(refresh: bool = False) -> None:
             except Exception as exc:  # one broken plug-in must not take the others (or the batch) down
                 failure = PluginLoadError(label, f"{type(exc).__name__}: {exc}".splitlines()[0])
                 _LOAD_ERRORS.append(failure)
-                _log.warning("litmus-replay: domain plug-in %s failed to load (%s); its domains are unavailable",
-                             failure.entry_point, failure.error)
+                said = os.environ.get(_REPORTED, "").split("\n")
+                if label not in said:  # once per run: worker processes inherit what their parent said
+                    _log.warning("litmus-replay: domain plug-in %s failed to load (%s); its domains are unavailable",
+                                 failure.entry_point, failure.error)
+                    os.environ[_REPORTED] = "\n".join(filter(None, [*said, label]))
 
 
 def refresh_plugins() -> list[PluginLoadError]:

@@ -76,6 +76,7 @@ class Hosting:
         return self.mounts
 
 
+@lru_cache(maxsize=1)
 def base_mounts() -> tuple[Mount, ...]:
     """What every env server needs: this package's ``envs/`` and pyfakefs (the stub files domain)."""
     spec = importlib.util.find_spec("pyfakefs")
@@ -137,6 +138,7 @@ def plan(spec: Mapping[str, Any], semantics: Semantics, runtime: str, *, foreign
 # --- a domain's code ---------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
 def _installed_code(cls: type[Domain]) -> tuple[str, ...]:
     """The top-level modules of the distribution that provides a domain class, and of its dependencies
     (this project's own distribution and its dependencies excepted: the base mounts cover what the env
