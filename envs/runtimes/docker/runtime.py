@@ -4,19 +4,19 @@ Every Docker SDK call goes through :class:`.engine.Engine` (which imports the SD
 litmus_replay.envs`` works without it; constructing the runtime then says what is missing).
 
 Each container runs the env server (``python3 -m litmus_replay.envs.server --socket ...``) from the
-host's ``envs/`` (and pyfakefs, and the code its domains declare) mounted read-only, with no network, a read-only root, tmpfs at ``/world`` and
-``/tmp``, every capability dropped but the few the server needs, ``no-new-privileges`` and pids, memory
-and CPU limits. The host talks to it over a unix socket in a host directory mounted into the container:
-no published port.
+host's ``envs/``, pyfakefs and the code its world's domains need (see :mod:`..hosting`), mounted
+read-only, with no network, a read-only root, tmpfs at ``/world`` and ``/tmp``, every capability dropped but
+the few the server needs, ``no-new-privileges`` and pids, memory and CPU limits. The host talks to it
+over a unix socket in a host directory mounted into the container: no published port.
 
 Containers are pooled: closing a world sends ``close`` and keeps the container for the next world
 (``pool_size`` idle ones at most) — unless the world called a tool of a domain that does not declare
 itself contained (see :mod:`..hosting`), which may have left files in the container's /tmp that the next
-``load`` would not clear. Containers are made with the code a world's domains need mounted, so a world
-goes to a container made for its mounts. Each carries labels naming its owner (host, pid and the pid's start
-time) and session, so it is removed on :meth:`DockerRuntime.close`, on Ctrl-C or an error (through the
-``with`` block or ``close``), at interpreter exit (``atexit``), on SIGTERM, and — after a SIGKILL — by
-the reaper the next docker runtime runs when it is constructed.
+``load`` would not clear. A container's mounts are fixed when it starts, so a world goes to a container
+made for its mounts. Each carries labels naming its owner (host, pid and the pid's start time) and
+session, so it is removed on :meth:`DockerRuntime.close`, on Ctrl-C or an error (through the ``with``
+block or ``close``), at interpreter exit (``atexit``), on SIGTERM, and — after a SIGKILL — by the reaper
+the next docker runtime runs when it is constructed.
 """
 
 from __future__ import annotations
