@@ -8,6 +8,11 @@ missing. Lines hold no timings, so results are byte-for-byte repeatable.
 
 Executors: a local process pool (the default), or a Dask distributed cluster; each worker process opens
 its own runtime once and reuses it.
+
+Pages: by default only the runs whose verdict does not stand (over-penalised, under-penalised,
+unscoreable) get an HTML page (``reports="flagged"``; ``"all"`` or ``"none"`` otherwise); any run's page
+can be made later, byte for byte the same, from ``results.jsonl`` (:func:`write_run_page`). Each page
+links to the index and to the flagged runs before and after it, set once the batch's order is known.
 """
 
 from __future__ import annotations
@@ -34,11 +39,15 @@ from .engine import Replayer
 from .errors import InputError, UnknownName
 from .model import Trajectory
 from .report.atomic import write_atomic
-from .report.html import batch_index_html, trajectory_html
+from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
+from .report.html import PageNav, trajectory_html, with_nav
 from .worlds import NoWorld, WorldCatalog
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+BATCH = "batch.json"
+REPORT_MODES = ("all", "flagged", "none")
+REPORTS_DIR = "reports"
 RUN_SUFFIXES = (".json", ".jsonl", ".eval", ".yaml", ".yml")
 SUMMARY_VERSION = 1
 NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
@@ -192,13 +201,29 @@ def _close_worker_locked() -> None:
         runtime.close()
 
 
-def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None) -> list[dict[str, Any]]:
+def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None,
+                reports: str = "all") -> list[dict[str, Any]]:
     """Re-validate a chunk of runs in this process; one result line per run, never an exception.
 
-    With ``out_dir``, each replayed run's HTML report is written under ``out_dir/reports/``.
+    With ``out_dir``, the HTML pages ``reports`` asks for are written under ``out_dir/reports/``.
     """
     state = _worker_state(worlds_dir, runtime)
-    return [_replay_one(run, state["worlds"], state["runtime"], out_dir) for run in runs]
+    pages = None if out_dir is None or reports == "none" else (out_dir, reports)
+    return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
+
+
+def wants_page(reports: str, finding: str | None) -> bool:
+    """Whether a replayed run with this finding gets a page under this report mode."""
+    return reports == "all" or (reports == "flagged" and finding in FLAGGED_FINDINGS)
+
+
+def report_path(run_id: str) -> str:
+    """Where a run's page goes, relative to the batch's output directory."""
+    return f"{REPORTS_DIR}/{_safe_name(run_id)}.html"
+
+
+# A page is written before the batch's order is known; its neighbours are linked when the batch ends.
+_UNLINKED = PageNav("../index.html")
 
 
 def _base_line(run: Run) -> dict[str, Any]:
@@ -212,7 +237,7 @@ def _base_line(run: Run) -> dict[str, Any]:
     }
 
 
-def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, out_dir: str | None) -> dict[str, Any]:
+def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[str, str] | None) -> dict[str, Any]:
     line = _base_line(run)
     try:
         limits.check_calls(run.trajectory.call_count(), run.file, f"trajectory {run.trajectory.id!r}")
@@ -227,12 +252,13 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, out_dir: str |
     except Exception as exc:  # a provider that crashes on one run costs that run only
         return {**line, "status": "missing_world", "error": f"{type(exc).__name__}: {exc}"}
     unknown = Counter(call.tool for _, call in run.trajectory.calls() if call.tool not in world.known_tools)
-    report = f"reports/{_safe_name(run.run_id)}.html" if out_dir is not None else None
+    report = None
     try:
         replay = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.key, world.bindings)
         analysis = analyse(replay, source=run.file)
-        if report is not None:
-            write_atomic(Path(out_dir) / report, trajectory_html(analysis))
+        if pages is not None and wants_page(pages[1], replay.revalidation.finding):
+            report = report_path(run.run_id)
+            write_atomic(Path(pages[0]) / report, trajectory_html(analysis, _UNLINKED))
     except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
         return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
     revalidation = replay.revalidation
@@ -281,15 +307,18 @@ def read_results(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
-def _settled(line: dict[str, Any] | None, run: Run) -> bool:
+def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> bool:
     """Whether a result line already answers this run for good: the same run of the same file, replayed
-    without a harness error. Missing worlds and harness errors are tried again on resume."""
+    without a harness error, with the page this report mode asks for. Missing worlds and harness errors
+    are tried again on resume."""
     return (
         line is not None
         and line["file"] == run.file
         and line.get("trajectory") == run.trajectory.id
         and line["status"] in ("ok", NO_TOOL_CALLS)
         and not line.get("harness_errors")
+        and (not wants_page(reports, line.get("finding"))
+             or (isinstance(line.get("report"), str) and (out / line["report"]).is_file()))
     )
 
 
@@ -316,6 +345,113 @@ def finish_results(path: Path, lines: dict[str, dict[str, Any]], order: list[str
     ordered = [lines[run_id] for run_id in order if run_id in lines]
     write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in ordered))
     return ordered
+
+
+# --- pages: linked to their neighbours once the order is known, or made later ---------------------
+
+
+def _flagged(line: dict[str, Any]) -> bool:
+    return line.get("status") == "ok" and line.get("finding") in FLAGGED_FINDINGS
+
+
+def _nav(previous: dict[str, Any] | None, following: dict[str, Any] | None) -> PageNav:
+    def target(line: dict[str, Any] | None) -> tuple[str, str] | None:
+        return None if line is None else (Path(report_path(line["run"])).name, line["run"])
+
+    return PageNav(_UNLINKED.index, target(previous), target(following))
+
+
+def page_navs(lines: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], PageNav]]:
+    """Each line with the navigation its page carries: the flagged runs before and after it, in order."""
+    flagged = [position for position, line in enumerate(lines) if _flagged(line)]
+    at = 0  # flagged[:at] lie before the current position
+    for position, line in enumerate(lines):
+        while at < len(flagged) and flagged[at] < position:
+            at += 1
+        after = at + 1 if at < len(flagged) and flagged[at] == position else at
+        previous = lines[flagged[at - 1]] if at > 0 else None
+        following = lines[flagged[after]] if after < len(flagged) else None
+        yield line, _nav(previous, following)
+
+
+def link_pages(out: Path, lines: list[dict[str, Any]]) -> None:
+    """Set every written page's links to its neighbouring flagged runs (rewriting only pages that change)."""
+    for line, nav in page_navs(lines):
+        if not isinstance(line.get("report"), str):
+            continue
+        path = out / line["report"]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        linked = with_nav(text, nav)
+        if linked != text:
+            write_atomic(path, linked)
+
+
+def _read_lines_in_order(path: Path) -> list[dict[str, Any]]:
+    return list(read_results(path).values()) if path.exists() else []
+
+
+def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | None = None,
+                   runtime: str | None = None) -> Path:
+    """Make one run's page from the batch's ``results.jsonl``, as the batch writes it (byte for byte):
+    the run is read again from its file and replayed against its task's world. Returns the page's path.
+
+    The worlds, format and runtime default to those the batch recorded in ``batch.json``.
+    """
+    out = Path(out)
+    results = out / RESULTS
+    if not results.is_file():
+        raise InputError(str(results), None, "no results here: run `litmus-replay revalidate --out` first")
+    recorded = _read_batch_record(out)
+    lines = _read_lines_in_order(results)
+    found = next((item for item in page_navs(lines) if item[0]["run"] == run_id), None)
+    if found is None:
+        raise InputError(str(results), "run", f"no run {run_id!r} in this batch")
+    line, nav = found
+    if line["status"] != "ok":
+        raise InputError(str(results), "status", f"run {run_id!r} was not replayed ({line['status']}): it has no page")
+    base = Path(recorded.get("base") or ".")
+    if worlds_dir is None and recorded.get("worlds"):
+        worlds_dir = base / recorded["worlds"]
+    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"))
+    try:
+        world = WorldCatalog.load(worlds_dir).find(trajectory)
+    except NoWorld as exc:
+        raise InputError(str(worlds_dir) if worlds_dir is not None else None, "task", str(exc)) from None
+    real = get_runtime(runtime or recorded.get("runtime") or "sandbox")
+    try:
+        replay = Replayer(world.policy, real_runtime=real).replay(trajectory, world.world, world.key, world.bindings)
+    finally:
+        real.close()
+    path = out / report_path(run_id)
+    write_atomic(path, trajectory_html(analyse(replay, source=line["file"]), nav))
+    return path
+
+
+def _read_batch_record(out: Path) -> dict[str, Any]:
+    try:
+        record = json.loads((out / BATCH).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except ValueError as exc:
+        raise InputError(str(out / BATCH), None, f"not JSON: {exc}") from None
+    return record if isinstance(record, dict) else {}
+
+
+def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str) -> Trajectory:
+    """The trajectory a result line names: by its place in the file where the run id carries one, else by id."""
+    trajectories = load_trajectories(file, fmt)
+    place = re.fullmatch(r".*#(\d+)", line["run"]) if "@" in line["run"] else None
+    if place is not None and int(place.group(1)) < len(trajectories):
+        candidate = trajectories[int(place.group(1))]
+        if candidate.id == line.get("trajectory"):
+            return candidate
+    matches = [trajectory for trajectory in trajectories if trajectory.id == line.get("trajectory")]
+    if not matches:
+        raise InputError(str(file), "id", f"no trajectory {line.get('trajectory')!r} in this file any more")
+    return matches[0]
 
 
 # --- the summary --------------------------------------------------------------------------------
@@ -493,10 +629,13 @@ def run_batch(
     jobs: int = 1,
     executor: str = "local",
     scheduler: str | None = None,
-    reports: bool = True,
+    reports: str | bool = "flagged",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
+
+    ``reports`` says which runs get a page: ``"flagged"`` (the verdicts that do not stand), ``"all"`` or
+    ``"none"`` (True and False mean all and none).
 
     Bad worlds and paths that do not exist raise before anything is written; a run file that cannot be
     read is a line of its own (status ``input_error``) and the rest goes on.
@@ -504,6 +643,10 @@ def run_batch(
     out = Path(out)
     paths = list(paths)
     progress = progress or Progress()
+    if isinstance(reports, bool):
+        reports = "all" if reports else "none"
+    if reports not in REPORT_MODES:
+        raise InputError(None, "--reports", f"unknown mode {reports!r}: use one of {', '.join(REPORT_MODES)}")
     missing = missing_inputs(paths)
     if missing:
         raise InputError(missing[0], None, "no such file or directory")
@@ -518,9 +661,10 @@ def run_batch(
         results_path = out / RESULTS
         lines = read_results(results_path)
         writer = ResultsFile(results_path)
+        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
     except OSError as exc:
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
-    todo = [run for run in found.runs if not _settled(lines.get(run.run_id), run)]
+    todo = [run for run in found.runs if not _settled(lines.get(run.run_id), run, out, reports)]
     progress.start(len(found.order), len(found.runs) - len(todo))
 
     def on_line(line: dict[str, Any]) -> None:
@@ -531,7 +675,8 @@ def run_batch(
     for unreadable in found.unreadable:
         on_line(unreadable.line())
 
-    work = partial(replay_runs, worlds_dir=str(worlds_dir) if worlds_dir is not None else None, runtime=runtime, out_dir=str(out) if reports else None)
+    work = partial(replay_runs, worlds_dir=str(worlds_dir) if worlds_dir is not None else None, runtime=runtime,
+                   out_dir=str(out), reports=reports)
     chunk = max(1, min(25, len(todo) // max(1, jobs * 8)))
     try:
         if executor == "dask":
@@ -543,7 +688,15 @@ def run_batch(
         if jobs <= 1 and executor != "dask":
             close_worker()
     ordered = finish_results(results_path, lines, found.order)
+    link_pages(out, ordered)
     summary = summarise(ordered)
     write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
-    write_atomic(out / "index.html", batch_index_html(ordered, summary))
+    write_batch_index(out / "index.html", ordered, summary)
     return summary
+
+
+def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str) -> dict[str, Any]:
+    """What a page made later needs to replay a run as this batch did; run files are relative to ``base``."""
+    return {"batch": "litmus-replay.revalidate", "version": SUMMARY_VERSION, "base": os.getcwd(),
+            "worlds": str(Path(worlds_dir).resolve()) if worlds_dir is not None else None, "format": fmt,
+            "runtime": runtime}

@@ -266,9 +266,12 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
-@click.option("--no-reports", is_flag=True, help="Skip the per-run HTML reports.")
+@click.option("--reports", "reports", type=click.Choice(["all", "flagged", "none"]), default="flagged", show_default=True,
+              help="Which runs get an HTML page: those whose verdict does not stand (over-penalised, "
+                   "under-penalised, unscoreable), every run, or none. `litmus-replay report` makes any later.")
+@click.option("--no-reports", is_flag=True, help="The same as --reports none.")
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, runtime: str, jobs: int, executor: str,
-               scheduler: str | None, out_dir: str, no_reports: bool) -> None:
+               scheduler: str | None, out_dir: str, reports: str, no_reports: bool) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes.
 
@@ -304,7 +307,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     try:
         with bar:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
-                                       scheduler=scheduler, reports=not no_reports, progress=hooks)
+                                       scheduler=scheduler, reports="none" if no_reports else reports,
+                                       progress=hooks)
     except InputError as exc:
         _fail(exc.line())
         sys.exit(EXIT_BAD_INPUT)
@@ -323,6 +327,32 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         _fail(f"{len(summary['missing_world']) + len(summary['harness_error'])} of {summary['runs']} runs could not be "
               f"re-validated (missing world or harness error); see {Path(out_dir) / 'results.jsonl'}, and re-run to retry them")
         sys.exit(EXIT_NOT_REVALIDATED)
+
+
+@main.command("report")
+@click.argument("run_id")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="The output directory of a `revalidate` batch (holding its results.jsonl).")
+@click.option("--worlds", "worlds_dir", type=click.Path(), help="Worlds directory (default: the batch's).")
+@click.option("--runtime", type=click.Choice(runtime_names()), default=None,
+              help="Runtime for real semantics (default: the batch's).")
+def report_command(run_id: str, out_dir: str, worlds_dir: str | None, runtime: str | None) -> None:
+    """Make one run's HTML page from a batch's results.jsonl, as the batch would have written it: the run
+    is read from its file again and replayed against its task's world. Prints the page's path."""
+    from . import batch
+
+    try:
+        path = batch.write_run_page(out_dir, run_id, worlds_dir=worlds_dir, runtime=runtime)
+    except (UnknownRuntime, RuntimeUnavailable) as exc:
+        _fail(f"--runtime: {exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    except InputError as exc:
+        _fail(exc.line())
+        sys.exit(EXIT_BAD_INPUT)
+    except OSError as exc:
+        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(str(path))
 
 
 @main.command()

@@ -24,7 +24,8 @@ from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, previ
 from .export import CLASS_COLOURS, EDGE_STYLES
 from .svg import ESCAPE_COLOUR, escape_edges, graph_svg
 
-__all__ = ["IndexEntry", "index_html", "page_name", "trajectory_html", "write_html_dir"]
+__all__ = ["IndexEntry", "PageNav", "index_html", "html_page", "nav_html", "page_name", "trajectory_html", "with_nav",
+           "write_html_dir"]
 
 # Highlights a node's edges while the pointer is on it; the only script a page carries.
 _SCRIPT = """
@@ -50,11 +51,15 @@ _SCRIPT = """
   });
 })();
 """
-_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
-_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-    f"script-src 'sha256-{_SCRIPT_HASH}'; base-uri 'none'; form-action 'none'"
-)
+
+
+def content_policy(script: str) -> str:
+    """The page's Content Security Policy: nothing external, and no script but ``script`` (by hash)."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
 
 _CLASS_CSS = "\n".join(
     f".pc-{name} {{ background: {fill}; border-color: {stroke}; color: #1d2433; }}"
@@ -94,20 +99,63 @@ details pre { white-space: pre-wrap; word-break: break-word; max-height: 320px; 
 ul.findings li { margin: 4px 0; } .sev { font-weight: 700; text-transform: uppercase; font-size: 11px; }
 .sev-high { color: #b42318; } .sev-warning { color: #a86b00; } .sev-info { color: #5b6472; }
 footer { margin-top: 28px; color: #8a93a3; font-size: 12px; }
+nav.run-nav { display: flex; gap: 6px 18px; flex-wrap: wrap; margin: 0 0 12px; font-size: 13px; }
+nav.run-nav .none { color: #8a93a3; }
 """
 
 
-def _page(title: str, body: str) -> str:
+def html_page(title: str, body: str, *, script: str = _SCRIPT, css: str = "") -> str:
+    """A whole self-contained page around ``body``, carrying ``script`` as its only script."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(_CSP)}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(content_policy(script))}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{escape(title)}</title>\n<style>{_CSS}{_CLASS_CSS}\n</style>\n</head>\n<body>\n{body}\n"
+        f"<title>{escape(title)}</title>\n<style>{_CSS}{_CLASS_CSS}{css}\n</style>\n</head>\n<body>\n{body}\n"
         f'<footer>litmus-replay {escape(__version__)} · report format 1</footer>\n'
-        f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+        f"<script>{script}</script>\n</body>\n</html>\n"
     )
+
+
+
+
+
+class PageNav(NamedTuple):
+    """Where a run's page leads: back to the index, and to the flagged runs before and after it.
+
+    ``previous`` and ``following`` are ``(href, run id)`` or None.
+    """
+
+    index: str
+    previous: tuple[str, str] | None = None
+    following: tuple[str, str] | None = None
+
+
+_NAV_START, _NAV_END = '<nav class="run-nav">', "</nav>"
+
+
+def nav_html(nav: PageNav) -> str:
+    def link(target: tuple[str, str] | None, rel: str, words: str) -> str:
+        if target is None:
+            return f'<span class="none">no {words}</span>'
+        href, run_id = target
+        return f'<a rel="{rel}" href="{escape(href, quote=True)}">{words}: <span class="mono">{escape(run_id)}</span></a>'
+
+    return (
+        f'{_NAV_START}<a rel="index" href="{escape(nav.index, quote=True)}">index of the batch</a>'
+        f'{link(nav.previous, "prev", "previous flagged run")}{link(nav.following, "next", "next flagged run")}{_NAV_END}'
+    )
+
+
+def with_nav(page_text: str, nav: PageNav) -> str:
+    """``page_text`` with its navigation replaced by ``nav`` (the first ``nav.run-nav`` on the page is its
+    own: recorded content is escaped, so it cannot open one)."""
+    start = page_text.find(_NAV_START)
+    if start < 0:
+        raise ValueError("the page has no run navigation")
+    end = page_text.index(_NAV_END, start) + len(_NAV_END)
+    return page_text[:start] + nav_html(nav) + page_text[end:]
 
 
 def _pill(cls: str, text: str | None = None) -> str:
@@ -202,8 +250,9 @@ def _summary(run: Analysis) -> str:
     return '<dl class="summary" id="summary">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
 
 
-def trajectory_html(run: Analysis) -> str:
-    """One self-contained page: summary, the causal graph by turn, the pair table and the findings."""
+def trajectory_html(run: Analysis, nav: PageNav | None = None) -> str:
+    """One self-contained page: summary, the causal graph by turn, the pair table and the findings;
+    with ``nav``, links to the batch's index and the neighbouring flagged runs above them."""
     result = run.replay
     name = result.scenario or result.trajectory.id
     title = f"{name} · {result.trajectory.id}"
@@ -212,14 +261,15 @@ def trajectory_html(run: Analysis) -> str:
     if task:
         description = f'<p class="sub">task: {escape(task)}</p>'
     body = (
-        f"<h1>{escape(name)} · trajectory <span class=\"mono\">{escape(result.trajectory.id)}</span></h1>\n"
+        (nav_html(nav) + "\n" if nav is not None else "")
+        + f"<h1>{escape(name)} · trajectory <span class=\"mono\">{escape(result.trajectory.id)}</span></h1>\n"
         f"{description}{_summary(run)}\n"
         f"<h2>Causal graph</h2>\n{_legend()}\n"
         f'<div class="graph-wrap">{graph_svg(run.graph, result, run.findings)}</div>\n'
         f"<h2>Calls</h2>\n{_pair_table(run)}\n"
         f"<h2>Findings</h2>\n{_findings(run)}"
     )
-    return _page(f"litmus-replay · {title}", body)
+    return html_page(f"litmus-replay · {title}", body)
 
 
 class IndexEntry(NamedTuple):
@@ -263,7 +313,7 @@ def index_html(entries: Iterable[IndexEntry], errors: Sequence[str] = ()) -> str
         f"<h1>litmus-replay run</h1>\n<p class=\"sub\">{summary}</p>\n"
         f'<table class="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>\n{error_list}'
     )
-    return _page("litmus-replay · run", body)
+    return html_page("litmus-replay · run", body)
 
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -296,33 +346,3 @@ def write_html_dir(runs: Iterable[Analysis], directory: str | Path, errors: Sequ
     write_atomic(directory / "index.html", index_html(entries, errors))
     written.append(directory / "index.html")
     return written
-
-
-def batch_index_html(lines: Sequence[dict], summary: dict) -> str:
-    """The index of a re-validation batch: the table of original verdicts against re-validated classes,
-    then one row per run linking its report."""
-    columns = sorted({col for row in summary["table"].values() for col in row})
-    table_head = "".join(f"<th>{escape(col)}</th>" for col in ["original verdict", *columns])
-    table_rows = "".join(
-        f"<tr><td>{escape(row)}</td>" + "".join(f"<td>{cols.get(col, 0)}</td>" for col in columns) + "</tr>"
-        for row, cols in summary["table"].items()
-    )
-    rows = []
-    for line in lines:
-        label = escape(line["run"])
-        link = f'<a href="{escape(line["report"], quote=True)}">{label}</a>' if line.get("report") else label
-        outcome = line.get("revalidated") or line["status"]
-        rows.append(
-            f'<tr><td class="mono">{link}</td><td>{escape(str(line.get("task") or ""))}</td>'
-            f'<td>{escape(str(line.get("original") or "none"))}</td><td>{_pill(outcome) if line.get("revalidated") else escape(outcome)}</td>'
-            f'<td>{escape(str(line.get("finding") or line.get("error") or ""))}</td></tr>'
-        )
-    over, under = len(summary["over_penalised"]), len(summary["under_penalised"])
-    body = (
-        f"<h1>litmus-replay revalidate</h1>\n<p class=\"sub\">{summary['runs']} runs · {over} over-penalised · "
-        f"{under} under-penalised</p>\n"
-        f'<table class="runs"><thead><tr>{table_head}</tr></thead><tbody>{table_rows}</tbody></table>\n'
-        '<h2>Runs</h2><table class="runs"><thead><tr><th>run</th><th>task</th><th>original verdict</th>'
-        f'<th>re-validated</th><th>finding</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-    )
-    return _page("litmus-replay · revalidate", body)

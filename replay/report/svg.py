@@ -102,7 +102,7 @@ def escape_edges(graph: nx.MultiDiGraph, findings: Iterable[Finding]) -> tuple[s
     return edges, calls
 
 
-def _json(value: Any, limit: int = 1500) -> str:
+def _json(value: Any, limit: int = 240) -> str:
     return preview(value, limit)
 
 

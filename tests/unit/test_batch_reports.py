@@ -1,0 +1,136 @@
+"""Pages of a batch that scale: by default only the runs whose verdict does not stand get one, ``all`` and
+``none`` do what they say, every page links to the index and its neighbouring flagged runs, and
+``litmus-replay report RUN_ID`` makes any run's page later, byte for byte what the batch writes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from litmus_replay.replay import batch
+from litmus_replay.replay.cli import main
+
+from test_batch import _make_batch, index_rows
+
+FLAGGED = {"over_penalised", "under_penalised", "unscoreable"}
+ROOT = Path(__file__).resolve().parents[2]
+NAV = re.compile(r'<nav class="run-nav">(.*?)</nav>')
+
+
+def _results(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _pages(out: Path) -> set[str]:
+    return {f"reports/{path.name}" for path in (out / "reports").glob("*.html")} if (out / "reports").exists() else set()
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory) -> tuple[Path, Path]:
+    worlds, runs, _ = _make_batch(tmp_path_factory.mktemp("pack"))
+    return worlds, runs
+
+
+def test_by_default_only_runs_whose_verdict_does_not_stand_get_a_page(pack, tmp_path):
+    worlds, runs = pack
+    batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess")
+    lines = _results(tmp_path / "out")
+    flagged = {line["run"] for line in lines if line["finding"] in FLAGGED}
+    assert flagged and len(flagged) < len(lines), "the pack has runs of both kinds"
+    assert {line["run"] for line in lines if line["report"]} == flagged
+    assert _pages(tmp_path / "out") == {line["report"] for line in lines if line["report"]}
+    assert {row["run"]: row["report"] for row in index_rows((tmp_path / "out" / "index.html").read_text())} == {
+        line["run"]: line["report"] or "" for line in lines}, "the index lists every run, linking the pages written"
+
+
+@pytest.mark.parametrize("options, expected", [(["--reports", "all"], "every"), (["--reports", "none"], "no"),
+                                               (["--no-reports"], "no")])
+def test_report_modes_on_the_command_line(pack, tmp_path, options, expected):
+    worlds, runs = pack
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["revalidate", str(runs), "--worlds", str(worlds), "--out", str(out),
+                                       "--runtime", "inprocess", "--jobs", "1", *options])
+    assert result.exit_code == 0, result.output
+    lines = _results(out)
+    pages = _pages(out)
+    if expected == "every":
+        assert pages == {line["report"] for line in lines} and len(pages) == len(lines)
+    else:
+        assert pages == set() and all(line["report"] is None for line in lines)
+    assert (out / "index.html").exists()
+
+
+def test_pages_link_the_index_and_the_flagged_runs_before_and_after_them(pack, tmp_path):
+    worlds, runs = pack
+    out = tmp_path / "out"
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports="all")
+    lines = _results(out)
+    flagged = [line for line in lines if line["finding"] in FLAGGED]
+    page_of = {line["run"]: Path(line["report"]).name for line in lines}
+    for position, line in enumerate(lines):
+        (nav,) = NAV.findall((out / line["report"]).read_text())
+        links = dict(re.findall(r'<a rel="(\w+)" href="([^"]+)"', nav))
+        before = [f for f in flagged if lines.index(f) < position]
+        after = [f for f in flagged if lines.index(f) > position]
+        assert links["index"] == "../index.html"
+        assert links.get("prev") == (page_of[before[-1]["run"]] if before else None)
+        assert links.get("next") == (page_of[after[0]["run"]] if after else None)
+
+
+def test_report_makes_a_page_later_byte_for_byte(pack, tmp_path, monkeypatch):
+    worlds, runs = pack
+    out = tmp_path / "out"
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports="all")
+    lines = _results(out)
+    chosen = [next(line for line in lines if line["finding"] in FLAGGED),
+              next(line for line in lines if line["finding"] not in FLAGGED)]
+    written = {line["run"]: (out / line["report"]).read_bytes() for line in chosen}
+    for path in (out / "reports").iterdir():
+        path.unlink()
+    monkeypatch.chdir(tmp_path)  # the batch recorded where its run files are; the page does not depend on cwd
+    for line in chosen:
+        result = CliRunner().invoke(main, ["report", line["run"], "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert result.output.strip() == str(out / line["report"])
+        assert (out / line["report"]).read_bytes() == written[line["run"]]
+
+
+def test_report_of_a_run_the_batch_does_not_hold_is_one_line_and_exit_2(pack, tmp_path):
+    worlds, runs = pack
+    out = tmp_path / "out"
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports="none")
+    result = CliRunner().invoke(main, ["report", "no-such-run", "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [f"litmus-replay: error: {out / 'results.jsonl'}: run: no run 'no-such-run' in this batch"]
+
+
+def test_a_resumed_batch_writes_the_pages_its_mode_asks_for(pack, tmp_path):
+    worlds, runs = pack
+    out = tmp_path / "out"
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports="none")
+    batch.run_batch([runs], worlds, out, runtime="inprocess", reports="flagged")
+    lines = _results(out)
+    assert {line["report"] for line in lines if line["report"]} == _pages(out)
+    assert {line["run"] for line in lines if line["report"]} == {line["run"] for line in lines if line["finding"] in FLAGGED}
+
+
+def test_an_unknown_report_mode_is_refused_before_anything_runs(pack, tmp_path):
+    worlds, runs = pack
+    with pytest.raises(ValueError, match="--reports"):
+        batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports="some")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_corpus_under_the_default_mode_writes_at_most_10_mb(tmp_path):
+    out = tmp_path / "out"
+    summary = batch.run_batch([ROOT / "corpus" / "runs"], ROOT / "corpus" / "worlds", out, runtime="inprocess", jobs=2)
+    size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
+    assert summary["runs"] == 1200
+    pages = len(list((out / "reports").iterdir()))
+    assert pages == len(summary["over_penalised"]) + len(summary["under_penalised"]) + sum(
+        row.get("unscoreable", 0) for row in summary["table"].values())
+    assert size <= 10 * 1024 * 1024, f"{size / 1e6:.1f} MB for {pages} pages"
