@@ -22,7 +22,7 @@ from ..scoring import PairClass
 from .atomic import write_atomic
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, preview
 from .export import CLASS_COLOURS, EDGE_STYLES
-from .svg import ESCAPE_COLOUR, escape_edges, graph_svg
+from .svg import EDGE_CSS, ESCAPE_COLOUR, escape_edges, escape_text, graph_svg
 
 __all__ = ["IndexEntry", "PageNav", "index_html", "html_page", "nav_html", "page_name", "trajectory_html", "with_nav",
            "write_html_dir"]
@@ -101,7 +101,12 @@ ul.findings li { margin: 4px 0; } .sev { font-weight: 700; text-transform: upper
 footer { margin-top: 28px; color: #8a93a3; font-size: 12px; }
 nav.run-nav { display: flex; gap: 6px 18px; flex-wrap: wrap; margin: 0 0 12px; font-size: 13px; }
 nav.run-nav .none { color: #8a93a3; }
-"""
+""" + EDGE_CSS
+
+
+def compact_css(css: str) -> str:
+    """CSS without the whitespace it does not need: every page carries its own."""
+    return re.sub(r"\s*([{};,>:])\s*", r"\1", re.sub(r"\s+", " ", css)).strip()
 
 
 def html_page(title: str, body: str, *, script: str = _SCRIPT, css: str = "") -> str:
@@ -112,7 +117,7 @@ def html_page(title: str, body: str, *, script: str = _SCRIPT, css: str = "") ->
         f'<meta http-equiv="Content-Security-Policy" content="{escape(content_policy(script))}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{escape(title)}</title>\n<style>{_CSS}{_CLASS_CSS}{css}\n</style>\n</head>\n<body>\n{body}\n"
+        f"<title>{escape(title)}</title>\n<style>{compact_css(_CSS + _CLASS_CSS + css)}</style>\n</head>\n<body>\n{body}\n"
         f'<footer>litmus-replay {escape(__version__)} · report format 1</footer>\n'
         f"<script>{script}</script>\n</body>\n</html>\n"
     )
@@ -181,10 +186,11 @@ def _call_details(call: CallReplay) -> str:
         parts.append(("recorded", call.call.result.model_dump()))
     parts.append(("stub output", call.stub.output))
     if call.real is not None:
-        parts.append(("real output", call.real.output))
+        same = call.real.output == call.stub.output
+        parts.append(("real output", "the same as the stub" if same else call.real.output))
         if call.real.error:
             parts.append(("real error", call.real.error))
-    body = "".join(f"<div>{escape(name)}</div><pre>{escape(preview(value, 4000))}</pre>" for name, value in parts)
+    body = "".join(f"<div>{escape(name)}</div><pre>{escape_text(preview(value, 4000))}</pre>" for name, value in parts)
     return f"<details><summary>arguments &amp; outputs</summary>{body}</details>"
 
 

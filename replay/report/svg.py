@@ -8,8 +8,9 @@ symlink escape went through is drawn in its own colour and carries the class ``e
 
 Every node is a ``<g class="node ..." data-key="t2.c1">`` and every edge a
 ``<g class="edge ..." data-kind data-source data-target>``; each holds a ``<title>`` with the call's
-arguments and outputs or the edge's evidence, which browsers show on hover. Everything recorded is
-escaped: recorded content is hostile.
+arguments and outputs or the edge's evidence, which browsers show on hover. How nodes and edges look
+comes from their classes (``EDGE_CSS``, which the page carries once), not from attributes repeated on
+every element: a batch writes many pages. Everything recorded is escaped: recorded content is hostile.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..graph import WORLD_NODE, call_nodes
 from .cells import outcome_cell, preview
 from .export import CLASS_COLOURS, EDGE_STYLES, WORLD_COLOURS
 
-__all__ = ["ESCAPE_COLOUR", "Box", "escape_edges", "graph_svg", "layout"]
+__all__ = ["EDGE_CSS", "ESCAPE_COLOUR", "Box", "escape_edges", "escape_text", "graph_svg", "layout"]
 
 NODE_W, NODE_H = 176, 64
 COL_GAP, ROW_GAP = 104, 40
@@ -122,7 +123,8 @@ def _node_title(node: str, attrs: dict[str, Any], call: CallReplay | None) -> st
         lines.append("recorded output: " + _json(call.call.result.output))
     lines.append("stub output: " + _json(call.stub.output))
     if call.real is not None:
-        lines.append("real output: " + _json(call.real.output))
+        same = call.real.output == call.stub.output
+        lines.append("real output: " + ("the same" if same else _json(call.real.output)))
         if call.real.error:
             lines.append(f"real error: {call.real.error}")
     if call.harness_error:
@@ -137,20 +139,15 @@ def _truncate(text: str, limit: int) -> str:
 def _node_svg(node: str, attrs: dict[str, Any], box: Box, call: CallReplay | None, escaping: bool) -> str:
     is_call = attrs.get("kind") == "call"
     pair_class = str(attrs.get("pair_class", "")) if is_call else ""
-    fill, stroke = CLASS_COLOURS.get(pair_class, WORLD_COLOURS)
     marks = [mark for mark in ("critical", "divergent", "counterfactual") if attrs.get(mark)]
     if escaping:
         marks.append("escape")
     classes = ["node", "call" if is_call else "initial", *([f"cls-{pair_class}"] if pair_class else []), *marks]
-    width = 4 if ("critical" in marks or "escape" in marks) else 3 if "divergent" in marks else 1.5
     parts = [
-        f'<g class="{_a(" ".join(classes))}" data-key="{_a(node)}" data-turn="{_a(attrs.get("turn", 0))}"'
-        + (f' data-class="{_a(pair_class)}"' if pair_class else "")
-        + f' transform="translate({box.x:.0f},{box.y:.0f})">',
-        f"<title>{escape(_node_title(node, attrs, call))}</title>",
+        f'<g class="{_a(" ".join(classes))}" data-key="{_a(node)}" transform="translate({box.x:.0f},{box.y:.0f})">',
+        f"<title>{escape_text(_node_title(node, attrs, call))}</title>",
         f'<a href="#{_a("call-" + node if is_call else "summary")}">',
-        f'<rect class="body" width="{NODE_W}" height="{NODE_H}" rx="9" fill="{fill}" stroke="{stroke}"'
-        f' stroke-width="{width}"' + (' stroke-dasharray="7 3"' if "counterfactual" in marks else "") + "/>",
+        f'<rect class="body" width="{NODE_W}" height="{NODE_H}" rx="9"/>',  # its look: NODE_CSS, by class
     ]
     if "divergent" in marks:
         parts.append(f'<rect class="ring" x="-4" y="-4" width="{NODE_W + 8}" height="{NODE_H + 8}" rx="12"'
@@ -187,6 +184,18 @@ def _node_svg(node: str, attrs: dict[str, Any], box: Box, call: CallReplay | Non
     return "".join(parts)
 
 
+def escape_text(text: str) -> str:
+    """Recorded content escaped for an element's text: ``&``, ``<``, ``>`` and ``'`` as in an attribute, but
+    ``"`` left alone (JSON is full of them, and a page holds a lot of JSON)."""
+    return escape(text, quote=False).replace("'", "&#x27;")
+
+
+def _n(value: float) -> str:
+    """A coordinate with one decimal at most, and none when it is whole: paths are most of a graph's bytes."""
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _edge_path(source: Box, target: Box, offset: float, lane: int = 0) -> str:
     """An edge's path: an arc for calls of one turn, a curve between neighbouring columns, and for an edge
     that skips columns a detour along the corridor below both rows, so it never passes behind a node."""
@@ -194,16 +203,16 @@ def _edge_path(source: Box, target: Box, offset: float, lane: int = 0) -> str:
     if source.column == target.column:  # calls of one turn: an arc on the right of the column
         x2, y2 = target.x + NODE_W, target.y + NODE_H / 2 + offset
         bulge = x1 + 34 + abs(offset) * 2 + abs(target.row - source.row) * 6
-        return f"M{x1:.1f},{y1:.1f} C{bulge:.1f},{y1:.1f} {bulge:.1f},{y2:.1f} {x2 + 2:.1f},{y2:.1f}"
+        return f"M{_n(x1)},{_n(y1)} C{_n(bulge)},{_n(y1)} {_n(bulge)},{_n(y2)} {_n(x2 + 2)},{_n(y2)}"
     x2, y2 = target.x - 2, target.y + NODE_H / 2 + offset
     if abs(target.column - source.column) == 1:
         pull = max(48.0, abs(x2 - x1) / 2)
-        return f"M{x1:.1f},{y1:.1f} C{x1 + pull:.1f},{y1:.1f} {x2 - pull:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        return f"M{_n(x1)},{_n(y1)} C{_n(x1 + pull)},{_n(y1)} {_n(x2 - pull)},{_n(y2)} {_n(x2)},{_n(y2)}"
     corridor = max(source.y, target.y) + NODE_H + 8 + (lane % _LANES) * 4.5
     h = COL_GAP / 4
     return (
-        f"M{x1:.1f},{y1:.1f} C{x1 + h:.1f},{y1:.1f} {x1 + h:.1f},{corridor:.1f} {x1 + 2 * h:.1f},{corridor:.1f} "
-        f"L{x2 - 2 * h:.1f},{corridor:.1f} C{x2 - h:.1f},{corridor:.1f} {x2 - h:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        f"M{_n(x1)},{_n(y1)} C{_n(x1 + h)},{_n(y1)} {_n(x1 + h)},{_n(corridor)} {_n(x1 + 2 * h)},{_n(corridor)} "
+        f"L{_n(x2 - 2 * h)},{_n(corridor)} C{_n(x2 - h)},{_n(corridor)} {_n(x2 - h)},{_n(y2)} {_n(x2)},{_n(y2)}"
     )
 
 
@@ -213,8 +222,40 @@ def _edge_title(source: str, target: str, data: dict[str, Any], escaping: bool) 
     head = f"{kind} edge {source} → {target}" + (" (symlink escape)" if escaping else "")
     explanation = evidence.pop("explanation", None)
     lines = [head] + ([str(explanation)] if explanation else [])
-    lines.append(json.dumps(evidence, ensure_ascii=False, sort_keys=True, default=str))
+    # The evidence as "name: value" pairs, empty ones left out: a graph can hold thousands of edges.
+    pairs = [f"{name}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)}"
+             for name, value in sorted(evidence.items())
+             if value not in ("", None) and not (explanation and isinstance(value, str) and value in str(explanation))]
+    if pairs:
+        lines.append("; ".join(pairs))
     return "\n".join(lines)
+
+
+def _edge_css() -> str:
+    looks = {kind: (colour, style, 2.2 if kind == "divergence" else 1.4) for kind, (colour, style) in EDGE_STYLES.items()}
+    looks["escape"] = (ESCAPE_COLOUR, "dashed", 3.2)
+    rules = ["svg .edge path.hit { fill: none; stroke: transparent; stroke-width: 10; }",
+             "svg .edge path.line { fill: none; stroke: #000; stroke-width: 1.4; marker-end: url(#arrow-data); }"]
+    for look, (colour, style, width) in looks.items():  # escape last: it outranks the kind's look
+        dash = " stroke-dasharray: 6 4;" if style == "dashed" else ""
+        selector = "svg .edge.escape" if look == "escape" else f"svg .edge-{look}"
+        rules.append(f"{selector} path.line {{ stroke: {colour}; stroke-width: {width};{dash}"
+                     f" marker-end: url(#arrow-{look}); }}")
+    return "\n".join(rules) + "\n"
+
+
+def _node_css() -> str:
+    rules = [f"svg .node rect.body {{ fill: {WORLD_COLOURS[0]}; stroke: {WORLD_COLOURS[1]}; stroke-width: 1.5; }}"]
+    rules += [f"svg .node.cls-{cls} rect.body {{ fill: {fill}; stroke: {stroke}; }}"
+              for cls, (fill, stroke) in CLASS_COLOURS.items()]
+    rules += ["svg .node.divergent rect.body { stroke-width: 3; }",
+              "svg .node.critical rect.body, svg .node.escape rect.body { stroke-width: 4; }",
+              "svg .node.counterfactual rect.body { stroke-dasharray: 7 3; }"]
+    return "\n".join(rules) + "\n"
+
+
+# How edges and nodes look, by class; the page that holds a graph carries it once.
+EDGE_CSS = _edge_css() + _node_css()
 
 
 def _defs() -> str:
@@ -269,19 +310,12 @@ def graph_svg(
             escaping = (source, target, key) in escape_set
             offset = (index - (len(edges) - 1) / 2) * 7
             path = _edge_path(boxes[source], boxes[target], offset, lane)
-            colour, style = EDGE_STYLES.get(kind, ("#000", "solid"))
-            marker = "escape" if escaping else kind if kind in EDGE_STYLES else "data"
-            if escaping:
-                colour = ESCAPE_COLOUR
-            dash = ' stroke-dasharray="6 4"' if style == "dashed" else ""
-            stroke = 3.2 if escaping else 2.2 if kind == "divergence" else 1.4
+            # How an edge looks comes from its classes (EDGE_CSS): a page with thousands of edges repeats no style.
             classes = " ".join(["edge", f"edge-{kind}", *(["escape"] if escaping else [])])
             out.append(
                 f'<g class="{_a(classes)}" data-kind="{_a(kind)}" data-source="{_a(source)}" data-target="{_a(target)}">'
-                f"<title>{escape(_edge_title(source, target, data, escaping))}</title>"
-                f'<path class="hit" d="{path}" fill="none" stroke="transparent" stroke-width="10"/>'
-                f'<path class="line" d="{path}" fill="none" stroke="{colour}" stroke-width="{stroke}"{dash}'
-                f' marker-end="url(#arrow-{marker})"/></g>'
+                f"<title>{escape_text(_edge_title(source, target, data, escaping))}</title>"
+                f'<path class="hit" d="{path}"/><path class="line" d="{path}"/></g>'
             )
     out.append("</g>")
 
