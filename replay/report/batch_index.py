@@ -41,7 +41,7 @@ _OTHER_COLOUR = ("#eceff3", "#8a93a3")
 
 def index_group(line: dict[str, Any]) -> str:
     """Which group of the index a result line belongs to."""
-    if line.get("status") != "ok":
+    if line.get("status") not in ("ok", "no_tool_calls"):  # a run without a tool call: its verdict stands
         return "not_replayed"
     finding = line.get("finding")
     return finding if finding in FLAGGED_FINDINGS else "rest"
