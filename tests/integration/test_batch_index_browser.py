@@ -57,7 +57,7 @@ def _lines(count: int) -> list[dict]:
 def index(tmp_path_factory) -> tuple[Path, list[dict]]:
     lines = _lines(RUNS)
     path = tmp_path_factory.mktemp("index") / "index.html"
-    write_batch_index(path, iter(lines), summarise(lines, []))
+    write_batch_index(path, iter(lines), summarise(lines))
     return path, lines
 
 
