@@ -61,6 +61,7 @@ EDGE_KINDS = ("data", "state", "divergence")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_@.\-+]*")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 _MIN_TOKEN = 3
+_NUMBER = re.compile(r"\d+")
 _MAX_WHOLE = 512
 _STOP = frozenset(
     "the and for with this that from into you your are was were has have not but all any can will "
@@ -123,10 +124,11 @@ def _string_pieces(text: str, transform: str = "") -> Iterator[tuple[str, int, i
                 yield from _string_pieces(decoded, "base64")
 
 
-def _raw_tokens(value: Any) -> Iterator[tuple[str, str, int, int, str, bool]]:
-    """(path, token, start, end, transform, whole) for every piece of a JSON value; tuples, not
-    :class:`Piece`, because this is the hot path of graph building."""
-    for path, leaf in _leaves(value):
+def _raw_tokens(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iterator[tuple[str, str, int, int, str, bool]]:
+    """(path, token, start, end, transform, whole) for every piece of a JSON value (or of its ``leaves``,
+    when the caller walked it already); tuples, not :class:`Piece`, because this is the hot path of
+    graph building."""
+    for path, leaf in _leaves(value) if leaves is None else leaves:
         if isinstance(leaf, str):
             size = len(leaf)
             for token, start, end, transform in _string_pieces(leaf):
@@ -169,17 +171,16 @@ def _ancestors(resource: str) -> Iterator[str]:
             yield f"{head}{sep}{parent}"
 
 
-def _short_ids(value: Any) -> Iterator[tuple[str, str]]:
+def _short_ids(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iterator[tuple[str, str]]:
     """(path, token) for every leaf whose whole value is an identifier too short to follow as a word."""
-    for path, leaf in _leaves(value):
-        if isinstance(leaf, bool) or not path:
-            continue
-        if isinstance(leaf, int) or (isinstance(leaf, float) and leaf.is_integer()):
-            text = str(int(leaf))
-            if len(text.lstrip("-")) < 2:
-                yield path, text
-        elif isinstance(leaf, str) and leaf.isalnum() and len(leaf) < _MIN_TOKEN:
-            yield path, leaf
+    for path, leaf in _leaves(value) if leaves is None else leaves:
+        kind = type(leaf)
+        if kind is str:
+            if len(leaf) < _MIN_TOKEN and leaf.isalnum() and path:
+                yield path, leaf
+        elif (kind is int and -10 < leaf < 10) or (kind is float and leaf.is_integer() and -10 < leaf < 10):
+            if path:
+                yield path, str(int(leaf))
 
 
 def _key(path: str) -> str:
@@ -202,9 +203,10 @@ class _Index:
 
     def add(self, node: str, field: str, value: Any) -> None:
         latest = self.latest
-        for path, token, *_ in _raw_tokens(value):
+        leaves = _leaves(value)
+        for path, token, *_ in _raw_tokens(value, leaves):
             latest[token] = (node, field, path)
-        for path, token in _short_ids(value):
+        for path, token in _short_ids(value, leaves):
             self.short.setdefault(token, {})[_key(path)] = (node, field, path)
 
     def short_source(self, path: str, token: str) -> tuple[str, str, str] | None:
@@ -216,37 +218,35 @@ class _Index:
 
 def _latest(hits: list[tuple[str, str, str]]) -> tuple[str, str, str]:
     """Of several carriers, the latest call (positional keys ``t<turn>.c<position>`` sort by number)."""
-    def order(hit: tuple[str, str, str]) -> tuple[int, ...]:
-        return tuple(int(part) for part in re.findall(r"\d+", hit[0]))
-    return max(hits, key=order)
-
-
-class _RealShortIds:
-    """The short identifiers of each call's real output."""
-
-    def __init__(self, calls: list[CallReplay]):
-        self.outputs = {call.key: (call.real.output if call.real else None) for call in calls}
-        self.cache: dict[str, frozenset[str]] = {}
-
-    def __getitem__(self, node: str) -> frozenset[str]:
-        tokens = self.cache.get(node)
-        if tokens is None:
-            tokens = self.cache[node] = frozenset(token for _, token in _short_ids(self.outputs.get(node)))
-        return tokens
+    if len(hits) == 1:
+        return hits[0]
+    return max(hits, key=lambda hit: tuple(int(part) for part in _NUMBER.findall(hit[0])))
 
 
 class _RealTokens:
-    """The tokens of each call's real output, computed only for calls whose output feeds an argument."""
+    """The tokens (and short identifiers) of each call's real output, computed only for calls whose
+    output feeds an argument, in one walk of the output."""
 
     def __init__(self, calls: list[CallReplay]):
         self.outputs = {call.key: (call.real.output if call.real else None) for call in calls}
-        self.cache: dict[str, frozenset[str]] = {}
+        self.cache: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def _walk(self, node: str) -> tuple[frozenset[str], frozenset[str]]:
+        found = self.cache.get(node)
+        if found is None:
+            output = self.outputs.get(node)
+            leaves = _leaves(output)
+            found = self.cache[node] = (
+                frozenset(raw[1] for raw in _raw_tokens(output, leaves)),
+                frozenset(token for _, token in _short_ids(output, leaves)),
+            )
+        return found
 
     def __getitem__(self, node: str) -> frozenset[str]:
-        tokens = self.cache.get(node)
-        if tokens is None:
-            tokens = self.cache[node] = frozenset(raw[1] for raw in _raw_tokens(self.outputs.get(node)))
-        return tokens
+        return self._walk(node)[0]
+
+    def short(self, node: str) -> frozenset[str]:
+        return self._walk(node)[1]
 
 
 def build_graph(result: TrajectoryReplay) -> nx.MultiDiGraph:
@@ -274,12 +274,12 @@ def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
     writers: dict[str, dict[str, str]] = {"real": {}, "stub": {}}
     initial = frozenset(holder for resource in result.initial_resources for holder in _ancestors(resource))
     real_tokens = _RealTokens(result.calls)
-    real_short = _RealShortIds(result.calls)
     for position, call in enumerate(result.calls):
         node = call.key
         _add_node(graph, call, position)
-        _add_data_edges(graph, index, real_tokens, call)
-        _add_short_id_edges(graph, index, real_short, call)
+        leaves = _leaves(call.call.arguments)
+        _add_data_edges(graph, index, real_tokens, call, leaves)
+        _add_short_id_edges(graph, index, real_tokens, call, leaves)
         _add_state_edges(graph, writers, initial, call)
         # Arguments last: a token the call was given and echoed back is the argument's, not new output.
         index.add(node, "output", _fed_output(call))
@@ -311,11 +311,13 @@ def _add_node(graph: nx.MultiDiGraph, call: CallReplay, position: int) -> None:
     )
 
 
-def _add_data_edges(graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTokens, call: CallReplay) -> None:
+def _add_data_edges(
+    graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTokens, call: CallReplay, leaves: list[tuple[str, Any]]
+) -> None:
     seen: set[tuple[str, str, str]] = set()
     explained: set[str] = set()  # argument leaves carried whole: their words need no edges of their own
     latest = index.latest
-    for path, token, start, end, transform, whole in _raw_tokens(call.call.arguments):
+    for path, token, start, end, transform, whole in _raw_tokens(call.call.arguments, leaves):
         hit = latest.get(token)
         if hit is None or path in explained:
             continue
@@ -333,8 +335,12 @@ def _add_data_edges(graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTok
             _add_divergence(graph, source, call.key, token, path)
 
 
-def _add_short_id_edges(graph: nx.MultiDiGraph, index: _Index, real_short: _RealShortIds, call: CallReplay) -> None:
-    for path, token in _short_ids(call.call.arguments):
+def _add_short_id_edges(
+    graph: nx.MultiDiGraph, index: _Index, real_tokens: _RealTokens, call: CallReplay, leaves: list[tuple[str, Any]]
+) -> None:
+    if not index.short:
+        return
+    for path, token in _short_ids(call.call.arguments, leaves):
         hit = index.short_source(path, token)
         if hit is None:
             continue
@@ -343,7 +349,7 @@ def _add_short_id_edges(graph: nx.MultiDiGraph, index: _Index, real_short: _Real
             source, call.key, kind="data", token=token, argument=path, span=[0, len(token)], transform="",
             source_field=field, source_path=source_path,
         )
-        if field == "output" and token not in real_short[source]:
+        if field == "output" and token not in real_tokens.short(source):
             _add_divergence(graph, source, call.key, token, path)
 
 

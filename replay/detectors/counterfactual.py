@@ -12,31 +12,35 @@ from ..graph import call_nodes, edges_of_kind
 from .finding import Finding
 
 
-def _downstream(graph: nx.MultiDiGraph, start: str) -> list[str]:
-    """Calls reached from ``start`` along any edge but divergence ones, in recorded order."""
-    seen: set[str] = set()
+def _downstream(graph: nx.MultiDiGraph, start: str, claimed: set[str]) -> list[str]:
+    """Calls reached from ``start`` along any edge but divergence ones and not claimed by an earlier
+    counterfactual call (each dependant is told once, under the first divergence that reaches it)."""
+    found: list[str] = []
     frontier = [start]
+    successors = graph.succ
     while frontier:
         node = frontier.pop()
-        for _, successor, kind in graph.out_edges(node, data="kind"):
-            if kind != "divergence" and successor not in seen and successor != start:
-                seen.add(successor)
+        for successor, edges in successors[node].items():
+            if successor not in claimed and any(data["kind"] != "divergence" for data in edges.values()):
+                claimed.add(successor)
+                found.append(successor)
                 frontier.append(successor)
-    order = {node: index for index, node in enumerate(call_nodes(graph))}
-    return sorted((n for n in seen if n in order), key=order.__getitem__)
+    return found
 
 
 def detect_counterfactual_arguments(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Finding]:
     by_target: dict[str, list[tuple[str, str, str]]] = {}
     for source, target, data in edges_of_kind(graph, "divergence"):
         by_target.setdefault(target, []).append((source, data["argument"], data["token"]))
+    if not by_target:
+        return []
+    order = {node: position for position, node in enumerate(call_nodes(graph))}
+    claimed = set(by_target)
     findings = []
-    for target in call_nodes(graph):
-        pieces = by_target.get(target)
-        if not pieces:
-            continue
+    for target in sorted(by_target, key=order.__getitem__):
+        pieces = by_target[target]
         sources = list(dict.fromkeys(source for source, _, _ in pieces))
-        dependants = _downstream(graph, target)
+        dependants = sorted(_downstream(graph, target, claimed), key=order.__getitem__)
         carried = ", ".join(f"{argument}={token!r} from {source}" for source, argument, token in pieces)
         sentence = (
             f"{target} {graph.nodes[target]['tool']}: {carried} came only from the recorded output, which the real "
