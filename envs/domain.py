@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Literal, Mapping, NamedTuple
+from typing import Any, Callable, ClassVar, Collection, Iterator, Literal, Mapping, NamedTuple
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
 
@@ -199,6 +199,15 @@ class Domain(ABC):
     @abstractmethod
     def snapshot(self) -> dict[str, str]:
         """Resource id -> digest of its observable state, for the effects diff."""
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """The bounded JSON value (:mod:`.values`) of each named resource as it is now, for the values
+        effects carry; a resource without one is left out. By default a domain gives none."""
+        return {}
+
+    def view(self) -> Any:
+        """The domain's whole state as bounded JSON, for policies' ``state`` (None: nothing to show)."""
+        return None
 
     def close(self) -> None:
         """Release what the domain holds (temporary directories, connections)."""

@@ -9,19 +9,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from .values import delta
+
 Status = Literal["ok", "error", "pending"]
 
 # A snapshot maps a resource id ("records:row/3", "files:/workspace/a.txt") to a digest of its state.
 Snapshot = Mapping[str, str]
 
+# At most this many resources of one call carry values; the ids and counts stay complete.
+MAX_VALUES = 256
+
 
 @dataclass(frozen=True)
 class Effects:
-    """The state diff of one call: resource ids created, changed and deleted."""
+    """The state diff of one call: resource ids created, changed and deleted, and what their values were.
+
+    ``values`` maps an affected resource id to ``{"before", "after"}`` (None where the resource did not
+    exist) and, where numbers moved, ``"delta"`` (see :func:`.values.delta`): the amount a transfer moved
+    out of an account, a field's old and new value, a file's size and digest before and after. Values are
+    bounded previews (:mod:`.values`); a domain that gives none leaves its resources out.
+    """
 
     created: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
+    values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=True, hash=False)
 
     @classmethod
     def between(cls, before: Snapshot, after: Snapshot) -> "Effects":
@@ -31,6 +43,24 @@ class Effects:
             changed=tuple(sorted(k for k in after if k in before and before[k] != after[k])),
             deleted=tuple(sorted(k for k in before if k not in after)),
         )
+
+    def with_values(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> "Effects":
+        """These effects with the values of what they touched, from the values before and after the call."""
+        values: dict[str, dict[str, Any]] = {}
+        for key in self.affected[:MAX_VALUES]:
+            if key not in before and key not in after:
+                continue
+            entry = {"before": before.get(key), "after": after.get(key)}
+            moved = delta(entry["before"], entry["after"])
+            if moved is not None:
+                entry["delta"] = moved
+            values[key] = entry
+        return Effects(self.created, self.changed, self.deleted, values)
+
+    @property
+    def affected(self) -> tuple[str, ...]:
+        """Every resource id the call created, changed or deleted, sorted."""
+        return tuple(sorted((*self.created, *self.changed, *self.deleted)))
 
     @property
     def empty(self) -> bool:
@@ -47,6 +77,7 @@ class Effects:
                 "deleted": len(self.deleted),
                 "total": len(self.created) + len(self.changed) + len(self.deleted),
             },
+            "values": {key: dict(entry) for key, entry in self.values.items()},
         }
 
     @classmethod
@@ -55,6 +86,7 @@ class Effects:
             created=tuple(data.get("created", ())),
             changed=tuple(data.get("changed", ())),
             deleted=tuple(data.get("deleted", ())),
+            values=dict(data.get("values") or {}),
         )
 
 

@@ -16,7 +16,8 @@ from typing import Any, Mapping
 from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
-from .outcome import Effects, Outcome, Resolution
+from .outcome import MAX_VALUES, Effects, Outcome, Resolution
+from .values import ValueCache
 
 COMMON_KEYS = {"principals", "session", "sessions", "facts"}
 FIRST_UID = 10001
@@ -122,6 +123,7 @@ class World:
         self._classes = {name: domain_pair(name)[semantics] for name in named}
         self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})
         self._domains: dict[str, Domain] = {}
+        self._values = ValueCache()
         self._clock = 0.0
         try:
             for name in named:
@@ -157,8 +159,13 @@ class World:
         return domain
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Apply one call: ``{"tool", "params", "principal", "session"?, "at"?, "recorded"?}`` -> outcome dict."""
-        return self.apply(request).to_dict()
+        """Apply one call: ``{"tool", "params", "principal", "session"?, "at"?, "recorded"?, "state"?}`` ->
+        outcome dict; with ``"state": true`` the dict also holds the world's :meth:`view` after the call,
+        so a policy that reads the world's state costs no extra round trip."""
+        outcome = self.apply(request).to_dict()
+        if request.get("state"):
+            outcome["state"] = self.view()
+        return outcome
 
     def apply(self, request: Mapping[str, Any]) -> Outcome:
         tool_name = request["tool"]
@@ -174,6 +181,7 @@ class World:
             recorded=request.get("recorded"),
         )
         before = domain.snapshot()
+        self._values.refresh(domain, before)
         output: Any = None
         status, error_code, error, resolved = "ok", None, None, True
         try:
@@ -192,7 +200,11 @@ class World:
             status, error_code, error = "error", code, f"[Errno {exc.errno}] {exc.strerror or code}: {exc.filename or ''}".rstrip(": ")
         except Exception as exc:  # a domain's bug is not the environment's answer: no outcome, one line
             raise DomainFault(domain.name, tool_name, exc) from exc
-        effects = Effects.between(before, domain.snapshot())
+        after = domain.snapshot()
+        effects = Effects.between(before, after)
+        if not effects.empty:
+            touched = effects.affected[:MAX_VALUES]
+            effects = effects.with_values(self._values.known(before, touched), self._values.update(domain, after, touched))
         output = _as_json(output)
         if status == "ok":
             committed = call.applied
@@ -224,6 +236,11 @@ class World:
         for domain in self._domains.values():
             state.update(domain.snapshot())
         return state
+
+    def view(self) -> dict[str, Any]:
+        """Every domain in use's state as bounded JSON, by domain name: what policies read as ``state``."""
+        views = {name: domain.view() for name, domain in self._domains.items()}
+        return _as_json({name: view for name, view in views.items() if view is not None})
 
     def close(self) -> None:
         for domain in self._domains.values():

@@ -142,6 +142,7 @@ class Replayer:
         route: "_Router",
     ) -> list[CallReplay]:
         keep_history = self.policy.uses_history
+        want_state = self.policy.uses_state
         stub_history: list[dict[str, Any]] = []
         real_history: list[dict[str, Any]] = []
         replays = []
@@ -159,18 +160,24 @@ class Replayer:
                 request["at"] = call.at
             if call.result is not None:
                 request["recorded"] = call.result.model_dump()
-            stub = _presented(Outcome.from_dict(stub_world.call(request)), binding)
+            if want_state:
+                request["state"] = True  # the world's view after the call comes back with its outcome
+            stub, stub_state = _split_state(stub_world.call(request))
+            stub = _presented(stub, binding)
             harness_error = None
+            real: Outcome | None
+            real_state: dict[str, Any] = {}
             try:
-                real: Outcome | None = _presented(Outcome.from_dict(real_world.call(request)), binding)
+                real, real_state = _split_state(real_world.call(request))
+                real = _presented(real, binding)
             except EnvError as exc:
                 real, harness_error = None, f"{type(exc).__name__}: {exc}"
-            proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding)
+            proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding, stub_state)
             proposal_judgement = self.policy.judge(proposal_vars)
             proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
             commit = commit_judgement = None
             if real is not None:
-                commit_vars = context_variables(call, real, declared, real_history, facts, binding)
+                commit_vars = context_variables(call, real, declared, real_history, facts, binding, real_state)
                 if real.resolution is not None:
                     commit_judgement = self.policy.judge(commit_vars)
                     commit = _context("commit", real, commit_vars, commit_judgement)
@@ -258,6 +265,14 @@ def _principal_names(principals: Any) -> list[str]:
     return []
 
 
+def _split_state(reply: Mapping[str, Any]) -> tuple[Outcome, dict[str, Any]]:
+    """A world's reply as the outcome and the world's ``state`` after the call ({} when not asked for);
+    the state is for the policy alone, never part of the outcome a report keeps."""
+    reply = dict(reply)
+    state = reply.pop("state", None)
+    return Outcome.from_dict(reply), state if isinstance(state, dict) else {}
+
+
 def context_variables(
     call: ToolCall,
     outcome: Outcome,
@@ -265,6 +280,7 @@ def context_variables(
     history: list[dict[str, Any]],
     facts: dict[str, Any],
     binding: Binding | None = None,
+    state: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The CEL variables of one context (see :mod:`.policy`): the call as the world executed it, and as recorded."""
     resolution = outcome.resolution
@@ -284,11 +300,12 @@ def context_variables(
         "output": outcome.output,
         "history": history,
         "world": facts,
+        "state": dict(state or {}),
     }
 
 
 def _history_entry(call: ToolCall, variables: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("tool", "params", "resolved", "principal", "status", "committed")
+    keys = ("tool", "params", "resolved", "principal", "status", "committed", "effects")
     return {"key": call.key, **{key: variables[key] for key in keys}}
 
 

@@ -10,9 +10,30 @@ Variables a condition sees:
 
 ``tool``, ``params`` (as proposed), ``resolved`` (as this context resolved them), ``principal`` (who
 acted in this context), ``declared_principal``, ``status`` (``ok``/``error``/``pending``),
-``error_code``, ``committed``, ``effects`` (``created``/``changed``/``deleted`` lists and ``counts``),
-``output``, ``history`` (earlier calls in the same world: ``key``, ``tool``, ``params``, ``resolved``,
-``principal``, ``status``, ``committed``), and ``world`` (the world's ``facts`` plus ``principals``).
+``error_code``, ``committed``, ``output``, ``world`` (the world's ``facts`` plus ``principals``), and:
+
+``effects``
+    What the call did: ``created``/``changed``/``deleted`` resource ids, their ``counts``, and ``values``:
+    per affected resource, its ``before`` and ``after`` value (null where it did not exist) and, where
+    numbers moved, their ``delta``. An account's value is its ``owner`` and ``balance``, a profile
+    field's is the field's value, a record's its ``id``/``owner``/``version``/``data``, a file's its
+    ``kind``, ``size``, ``sha256``, ``preview`` (the first 120 bytes), ``mode`` and ``uid``.
+    ``-effects.values['bank:account/' + resolved.from].delta.balance > 1000`` (the amount that left the
+    account); ``effects.changed.exists(r, r.endsWith('/email') && effects.values[r].before != '')``.
+``state``
+    The world as it stands after the call, read-only: the stub world's at proposal, the real world's at
+    commit. By domain: ``bank`` (``accounts``: id -> ``owner``/``balance``; ``transfers``; ``pending``;
+    ``idempotency_keys``), ``profiles`` (user -> field -> value), ``records`` (``rows``), ``files`` and
+    ``shell`` (world path -> the file's value). Fetched only when some condition reads it, in the same
+    round trip as the call. ``state.bank.accounts[resolved.from].balance < world.reserve``.
+``history``
+    Earlier calls in the same world, oldest first: ``key``, ``tool``, ``params``, ``resolved``,
+    ``principal``, ``status``, ``committed``, ``effects``. Built only when some condition reads it.
+
+Aggregate functions (:mod:`.policy_functions`): ``sum(list)``, ``sum(list, path)``, ``count_by(list,
+path)``, ``sum_by(list, key_path, value_path)``, ``get(value, path, default)``; for example
+``sum(history.filter(h, h.tool == 'transfer_funds' && h.committed), 'resolved.amount') + resolved.amount
+> world.daily_limit`` or ``get(count_by(history, 'tool'), ['delete_records'], 0) >= 3``.
 """
 
 from __future__ import annotations
@@ -26,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import limits
 from .errors import PolicyError
+from .policy_functions import FUNCTIONS
 
 Verdict = Literal["allow", "deny"]
 
@@ -75,6 +97,7 @@ class _Rule:
     spec: RuleSpec
     program: Any
     macro_depth: int = 0
+    variables: frozenset[str] = frozenset()
 
 
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -186,13 +209,22 @@ class Policy:
             except (ValueError, RuntimeError, TypeError) as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise PolicyError(file, f"{where}.when", f"CEL does not compile: {first_line}") from None
-            rules.append(_Rule(rule, program, macro_depth))
+            rules.append(_Rule(rule, program, macro_depth, frozenset(program.variables())))
         return cls(rules)
+
+    def reads(self, variable: str) -> bool:
+        """Whether any condition refers to ``variable``."""
+        return any(variable in rule.variables for rule in self.rules)
 
     @property
     def uses_history(self) -> bool:
         """Whether any condition reads ``history`` (building it costs time linear in the trajectory)."""
-        return any(re.search(r"\bhistory\b", rule.spec.when) for rule in self.rules)
+        return self.reads("history")
+
+    @property
+    def uses_state(self) -> bool:
+        """Whether any condition reads ``state`` (a view of the whole world after every call)."""
+        return self.reads("state")
 
     @property
     def critical_rules(self) -> list[str]:
@@ -210,9 +242,9 @@ class Policy:
         errors: list[str] = []
         applied = bool(variables.get("committed"))
         try:
-            context = cel.Context(dict(variables))  # converted to CEL once, shared by every rule
+            context = cel.Context(dict(variables), FUNCTIONS)  # converted to CEL once, shared by every rule
         except ValueError:  # a string CEL cannot hold; rare, so the copy is made only then
-            context = cel.Context(cel_safe(dict(variables)))
+            context = cel.Context(cel_safe(dict(variables)), FUNCTIONS)
         longest = None
         for rule in self.rules:
             if rule.macro_depth > 1:

@@ -16,10 +16,11 @@ import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
+from ..values import bounded
 
 __all__ = ["BankReal", "BankStub"]
 
@@ -188,6 +189,39 @@ class _Bank(Domain):
         for key, use in self.keys.items():
             state[f"bank:idempotency/{key}"] = use.transfer_id
         return state
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """An account's owner and balance, a pending transfer's parties and amount, the transfer an
+        idempotency key is bound to."""
+        known = self._resource_values()
+        return {key: known[key] for key in resources if key in known}
+
+    def _resource_values(self) -> dict[str, Any]:
+        state: dict[str, Any] = {f"bank:account/{name}": self._account_value(name) for name in self.accounts}
+        for cid, transfer in self.confirmations.items():
+            if transfer.status == "pending":
+                state[f"bank:pending/{cid}"] = bounded({**transfer.describe(), "principal": transfer.principal})
+        for key, use in self.keys.items():
+            state[f"bank:idempotency/{key}"] = {"transfer_id": use.transfer_id}
+        return state
+
+    def _account_value(self, name: str) -> dict[str, Any]:
+        account = self.accounts[name]
+        return {"owner": account.owner, "balance": _number(account.balance)}
+
+    def view(self) -> dict[str, Any]:
+        """``accounts`` (id -> owner, balance), ``transfers`` the bank accepted (id -> from, to, amount,
+        status, principal), ``pending`` confirmations (id -> transfer id), ``idempotency_keys`` (key ->
+        transfer id)."""
+        return {
+            "accounts": {name: self._account_value(name) for name in self.accounts},
+            "transfers": bounded(
+                {tid: {**t.describe(), "status": t.status, "principal": t.principal} for tid, t in self.transfers.items()},
+                max_items=1024,
+            ),
+            "pending": {cid: t.transfer_id for cid, t in self.confirmations.items() if t.status == "pending"},
+            "idempotency_keys": bounded({key: use.transfer_id for key, use in self.keys.items()}, max_items=1024),
+        }
 
     def _account(self, name: Any, param: str) -> Account:
         if not isinstance(name, str):

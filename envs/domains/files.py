@@ -35,7 +35,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Collection, Iterator, Literal, Mapping
 
 from pyfakefs import helpers as fake_helpers
 from pyfakefs.fake_file import FakeDirectory, FakeFile
@@ -45,6 +45,7 @@ from pyfakefs.fake_os import FakeOsModule
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
+from ..values import bounded
 from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
 
 DEFAULT_WORKSPACE = "/workspace"
@@ -498,17 +499,50 @@ class FilesReal(_Files):
     def snapshot(self) -> dict[str, str]:
         return self._scanner.scan(self.root)
 
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        return _pick(self._scanner.values(self.root), resources)
+
+    def view(self) -> dict[str, Any]:
+        return file_view(self._scanner.values(self.root))
+
 
 class TreeScanner:
     """The state of a real directory tree, as the files domain digests it: ``files:<world path>`` ->
-    type, mode, owner and content hash or link target. Iterative (a command can nest directories deeper
-    than Python's stack); content hashes cached on (inode, size, mtime, ctime)."""
+    type, mode, owner and content hash or link target; and, for effects and ``state``, each entry's value
+    (:func:`entry_value`). Iterative (a command can nest directories deeper than Python's stack), never
+    following a link; content hashes and previews cached on (inode, size, mtime, ctime)."""
 
     def __init__(self) -> None:
-        self._hash_cache: dict[tuple[int, ...], str] = {}
+        self._content_cache: dict[tuple[int, ...], tuple[str, str]] = {}
 
     def scan(self, root: str) -> dict[str, str]:
         state: dict[str, str] = {}
+        for path, host, st in self._walk(root):
+            if stat.S_ISLNK(st.st_mode):
+                state[f"files:{path}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + _readlink(host))
+            elif stat.S_ISDIR(st.st_mode):
+                state[f"files:{path}"] = digest("dir", st.st_mode, st.st_uid)
+            elif stat.S_ISREG(st.st_mode):
+                state[f"files:{path}"] = digest("file", st.st_mode, st.st_uid, f"sha256={self._content(host, st)[0]}")
+            else:
+                state[f"files:{path}"] = digest("other", st.st_mode, st.st_uid)
+        return state
+
+    def values(self, root: str) -> dict[str, dict[str, Any]]:
+        """``files:<world path>`` -> the entry's value, for every entry of the tree."""
+        out: dict[str, dict[str, Any]] = {}
+        for path, host, st in self._walk(root):
+            if stat.S_ISLNK(st.st_mode):
+                out[f"files:{path}"] = entry_value("symlink", st.st_mode, st.st_uid, target=_readlink(host))
+            elif stat.S_ISREG(st.st_mode):
+                sha, preview = self._content(host, st)
+                out[f"files:{path}"] = entry_value("file", st.st_mode, st.st_uid, st.st_size, sha, preview)
+            else:
+                out[f"files:{path}"] = entry_value("dir" if stat.S_ISDIR(st.st_mode) else "other", st.st_mode, st.st_uid)
+        return out
+
+    @staticmethod
+    def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
         stack = [(root, "")]
         while stack:
             directory, world = stack.pop()
@@ -522,37 +556,57 @@ class TreeScanner:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISLNK(st.st_mode):
-                    try:
-                        target = os.readlink(entry.path)
-                    except OSError:
-                        target = "?"
-                    state[f"files:{path}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + target)
-                elif stat.S_ISDIR(st.st_mode):
-                    state[f"files:{path}"] = digest("dir", st.st_mode, st.st_uid)
+                yield path, entry.path, st
+                if stat.S_ISDIR(st.st_mode):
                     stack.append((entry.path, path))
-                elif stat.S_ISREG(st.st_mode):
-                    state[f"files:{path}"] = digest("file", st.st_mode, st.st_uid, f"sha256={self._sha256(entry.path, st)}")
-                else:
-                    state[f"files:{path}"] = digest("other", st.st_mode, st.st_uid)
-        return state
 
-    def _sha256(self, host: str, st: os.stat_result) -> str:
+    def _content(self, host: str, st: os.stat_result) -> tuple[str, str]:
+        """The file's sha256 and the preview of its start."""
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        cached = self._hash_cache.get(key)
+        cached = self._content_cache.get(key)
         if cached is None:
             try:  # never through a link, never blocking on a FIFO a command swapped in
                 fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
             except OSError:
-                return "unreadable"
-            sha = hashlib.sha256()
+                return "unreadable", ""
+            sha, head = hashlib.sha256(), b""
             try:
                 while chunk := os.read(fd, 1 << 16):
+                    if not head:
+                        head = chunk[:PREVIEW_BYTES]
                     sha.update(chunk)
             finally:
                 os.close(fd)
-            cached = self._hash_cache[key] = sha.hexdigest()
+            cached = self._content_cache[key] = (sha.hexdigest(), _preview(head))
         return cached
+
+
+PREVIEW_BYTES = 120
+
+
+def entry_value(
+    kind: str, mode: int, uid: int, size: int | None = None, sha256: str | None = None, preview: str | None = None,
+    target: str | None = None,
+) -> dict[str, Any]:
+    """What effects and ``state`` say of a filesystem entry: its kind, mode and owner's uid; a file's size,
+    sha256 and the first :data:`PREVIEW_BYTES` bytes as text; a symlink's target. Never the file's bytes."""
+    value: dict[str, Any] = {"kind": kind, "mode": f"{stat.S_IMODE(mode):04o}", "uid": uid}
+    if kind == "file":
+        value.update(size=size, sha256=sha256, preview=preview)
+    if kind == "symlink":
+        value["target"] = bounded(target)
+    return value
+
+
+def _preview(head: bytes) -> str:
+    return head[:PREVIEW_BYTES].decode("utf-8", errors="replace")
+
+
+def _readlink(host: str) -> str:
+    try:
+        return os.readlink(host)
+    except OSError:
+        return "?"
 
 
 def _count_tree(host_dir: str) -> int:
@@ -744,12 +798,45 @@ class FilesStub(_Files):
         self._scan(self.fs.root, "", state)
         return state
 
-    def _scan(self, directory: FakeDirectory, world_dir: str, state: dict[str, str]) -> None:
+    def _scan(self, directory: FakeDirectory, world_dir: str, state: dict[str, Any], describe: Any = None) -> None:
         for name, obj in directory.entries.items():
             world = f"{world_dir}/{name}"
-            state[f"files:{world}"] = _fake_digest(obj)
+            state[f"files:{world}"] = (describe or _fake_digest)(obj)
             if isinstance(obj, FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
-                self._scan(obj, world, state)
+                self._scan(obj, world, state, describe)
+
+    def _values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        self._scan(self.fs.root, "", out, _fake_value)
+        return out
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        return _pick(self._values(), resources)
+
+    def view(self) -> dict[str, Any]:
+        return file_view(self._values())
+
+
+def _fake_value(obj: FakeFile) -> dict[str, Any]:
+    mode, uid = obj.st_mode, obj.st_uid
+    if stat.S_ISLNK(mode):
+        return entry_value("symlink", mode, uid, target=obj.contents)
+    if stat.S_ISDIR(mode):
+        return entry_value("dir", mode, uid)
+    data = obj.byte_contents or b""
+    return entry_value("file", mode, uid, len(data), hashlib.sha256(data).hexdigest(), _preview(data))
+
+
+def _pick(values: Mapping[str, Any], resources: Collection[str]) -> dict[str, Any]:
+    return {key: values[key] for key in resources if key in values}
+
+
+MAX_VIEW_ENTRIES = 2048
+
+
+def file_view(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The world's files for ``state``: world path -> entry value, at most :data:`MAX_VIEW_ENTRIES`."""
+    return bounded({key.removeprefix("files:"): value for key, value in sorted(values.items())}, max_items=MAX_VIEW_ENTRIES)
 
 
 def _fake_digest(obj: FakeFile) -> str:
@@ -761,4 +848,5 @@ def _fake_digest(obj: FakeFile) -> str:
     return digest("file", mode, uid, "sha256=" + hashlib.sha256(obj.byte_contents or b"").hexdigest())
 
 
-__all__ = ["Entry", "FilesReal", "FilesStub", "Layout", "digest", "inside", "normal", "parse_layout"]
+__all__ = ["Entry", "FilesReal", "FilesStub", "Layout", "TreeScanner", "digest", "entry_value", "file_view", "inside", "normal",
+           "parse_layout"]

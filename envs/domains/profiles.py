@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, Unresolvable, WorldSpecError
+from ..values import bounded
 
 
 def _load_profiles(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -38,6 +39,20 @@ class _Profiles(Domain):
             for user, fields in self.profiles.items()
             for field, value in fields.items()
         }
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """A profile field's value."""
+        wanted = set(resources)
+        return {
+            key: bounded(value)
+            for user, fields in self.profiles.items()
+            for name, value in fields.items()
+            if (key := f"profiles:{user}/{name}") in wanted
+        }
+
+    def view(self) -> dict[str, Any]:
+        """Each user's profile: user -> field -> value."""
+        return bounded(self.profiles, max_items=1024)
 
     def _read(self, user: str) -> dict[str, Any]:
         if user not in self.profiles:

@@ -19,10 +19,11 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Collection, Iterable, Iterator, Literal, Mapping, Sequence
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
+from ..values import bounded
 
 __all__ = ["Clause", "RecordsReal", "RecordsStub", "compile_filter", "filter_matches", "parse_filter", "render_filter"]
 
@@ -401,6 +402,19 @@ class _Records(Domain):
     def _snapshot_of(rows: Iterable[tuple[int, str, int, Mapping[str, Any]]]) -> dict[str, str]:
         return {f"records:row/{row_id}": _digest(owner, version, data) for row_id, owner, version, data in rows}
 
+    def _rows(self) -> list[dict[str, Any]]:
+        """Every row, by id: ``{"id", "owner", "version", "data"}``."""
+        raise NotImplementedError
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """A row: its id, owner, version and data."""
+        wanted = set(resources)
+        return {key: bounded(row) for row in self._rows() if (key := f"records:row/{row['id']}") in wanted}
+
+    def view(self) -> dict[str, Any]:
+        """``rows``: every row (id, owner, version, data), by id."""
+        return {"rows": bounded(self._rows(), max_items=1024)}
+
 
 @register_domain
 class RecordsStub(_Records):
@@ -417,6 +431,9 @@ class RecordsStub(_Records):
             state = self._snapshot_of((r["id"], r["owner"], r["version"], r["data"]) for r in self.rows)
             self._snapshot_cache = (self._changes, state)
         return dict(self._snapshot_cache[1])
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return self.rows
 
     def _matched(self, call: Call, filter: Any) -> list[dict[str, Any]]:
         clauses = parse_filter(filter)
@@ -495,6 +512,9 @@ class RecordsReal(_Records):
             state = self._snapshot_of((i, owner, version, json.loads(data)) for i, owner, version, data in rows)
             self._snapshot_cache = (changes, state)
         return dict(self._snapshot_cache[1])
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return self._select("1", [])
 
     def _select(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         # ``where`` comes from compile_filter: fixed SQL fragments only, every value bound.

@@ -47,13 +47,13 @@ import signal
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import ensure_within, host_path, trace_in_root
 from . import _command
-from .files import DIR_MODE, TreeScanner
+from .files import DIR_MODE, TreeScanner, file_view
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_TIMEOUT = 20.0  # below the runtimes' default 30 s backstop, so a long command is a 504, not a lost world
@@ -298,6 +298,17 @@ class ShellReal(_Shell):
     def snapshot(self) -> dict[str, str]:
         """The world's tree as the files domain digests it (same ids, same digests)."""
         return self._scanner.scan(self.root) if self.root is not None else {}
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """The world's files, valued as the files domain values them."""
+        if self.root is None:
+            return {}
+        found = self._scanner.values(self.root)
+        return {key: found[key] for key in resources if key in found}
+
+    def view(self) -> dict[str, Any]:
+        """The world's files (world path -> value), as the files domain shows them."""
+        return file_view(self._scanner.values(self.root)) if self.root is not None else {}
 
 
 @contextmanager

@@ -55,13 +55,24 @@ class EffectCounts(_Closed):
     total: int
 
 
+class EffectValueDoc(_Closed):
+    """An affected resource's bounded value before and after the call (null where it did not exist), and
+    how its numbers moved."""
+
+    before: Any
+    after: Any
+    delta: Any = None
+
+
 class EffectsDoc(_Closed):
-    """The state diff of a call: resource ids created, changed and deleted."""
+    """The state diff of a call: resource ids created, changed and deleted, and the values of what they
+    touched (absent in reports written before effects carried values)."""
 
     created: list[str]
     changed: list[str]
     deleted: list[str]
     counts: EffectCounts
+    values: dict[str, EffectValueDoc] = Field(default_factory=dict)
 
 
 class ResolutionDoc(_Closed):

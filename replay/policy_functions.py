@@ -1,0 +1,104 @@
+"""Aggregate functions policy conditions can call: sums and counts over lists, such as ``history``.
+
+CEL has no fold, so a total over earlier calls cannot be written in CEL itself; these functions give one
+without unrolling. They are plain Python callables, collected once in :data:`FUNCTIONS` and handed to
+every evaluation context. A *path* names a value inside each element: a dotted string (``"resolved.amount"``)
+or a list of keys (``["effects", "values", "bank:account/a"]``, for keys that hold dots). An element
+without the value at the path, or with a value of the wrong kind, is skipped, so a sum over a mixed
+history needs no guards.
+
+``sum(list)``, ``sum(list, path)``
+    The total of the numbers in the list, or at ``path`` in each element: an int when every number is
+    one, else a double (CEL adds an int to a double only through ``double(x)``; it compares them freely).
+    ``sum(history.filter(h, h.tool == 'transfer_funds' && h.committed), 'resolved.amount')``
+``count_by(list, path)``
+    How many elements hold each value at ``path``, as a map: ``count_by(history, 'tool')``.
+``sum_by(list, key_path, value_path)``
+    The total at ``value_path`` per value at ``key_path``: ``sum_by(history, 'resolved.to', 'resolved.amount')``.
+``get(value, path, default)``
+    The value at ``path``, or ``default`` when any step is missing: ``get(count_by(history, 'tool'),
+    ['transfer_funds'], 0)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+__all__ = ["FUNCTIONS", "count_by", "get", "sum_by", "total"]
+
+_MISSING = object()
+
+
+def _steps(path: Any) -> list[Any]:
+    if isinstance(path, str):
+        return path.split(".") if path else []
+    if isinstance(path, (list, tuple)):
+        return list(path)
+    raise TypeError(f"a path is a dotted string or a list of keys, not {type(path).__name__}")
+
+
+def _at(value: Any, steps: list[Any]) -> Any:
+    for step in steps:
+        if isinstance(value, Mapping) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and isinstance(step, int) and not isinstance(step, bool) and -len(value) <= step < len(value):
+            value = value[step]
+        else:
+            return _MISSING
+    return value
+
+
+def _items(items: Any, name: str) -> Iterable[Any]:
+    if not isinstance(items, list):
+        raise TypeError(f"{name}() takes a list first, not {type(items).__name__}")
+    return items
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _add(numbers: Iterable[Any]) -> int | float:
+    result: int | float = 0
+    as_double = False
+    for number in numbers:
+        as_double = as_double or isinstance(number, float)
+        result += number
+    return float(result) if as_double else result
+
+
+def total(items: Any, path: Any = None) -> int | float:
+    """``sum(list)`` / ``sum(list, path)``: the total of the numbers (at ``path``), skipping the rest."""
+    steps = [] if path is None else _steps(path)
+    return _add(value for value in (_at(item, steps) for item in _items(items, "sum")) if _is_number(value))
+
+
+def count_by(items: Any, path: Any) -> dict[Any, int]:
+    """``count_by(list, path)``: value at ``path`` -> how many elements hold it (only strings, ints, bools)."""
+    steps = _steps(path)
+    counts: dict[Any, int] = {}
+    for item in _items(items, "count_by"):
+        key = _at(item, steps)
+        if isinstance(key, (str, int)):
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def sum_by(items: Any, key_path: Any, value_path: Any) -> dict[Any, int | float]:
+    """``sum_by(list, key_path, value_path)``: value at ``key_path`` -> total of the numbers at ``value_path``."""
+    key_steps, value_steps = _steps(key_path), _steps(value_path)
+    groups: dict[Any, list[Any]] = {}
+    for item in _items(items, "sum_by"):
+        key, value = _at(item, key_steps), _at(item, value_steps)
+        if isinstance(key, (str, int)) and _is_number(value):
+            groups.setdefault(key, []).append(value)
+    return {key: _add(values) for key, values in groups.items()}
+
+
+def get(value: Any, path: Any, default: Any) -> Any:
+    """``get(value, path, default)``: the value at ``path``, or ``default`` when any step is missing."""
+    found = _at(value, _steps(path))
+    return default if found is _MISSING else found
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"sum": total, "count_by": count_by, "sum_by": sum_by, "get": get}
