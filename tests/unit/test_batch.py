@@ -20,6 +20,7 @@ from litmus_replay.replay import batch
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 
 PACK = Path(__file__).resolve().parents[2] / "scenarios" / "core"
+PACK_RUNS = sum(len(load_scenario(path).trajectories) for path in find_scenarios([PACK]))  # one run each
 
 
 def _make_batch(root: Path, copies: int = 1) -> tuple[Path, Path, dict[str, str]]:
@@ -58,7 +59,7 @@ def test_summary_names_exactly_the_over_and_under_penalised_runs(tmp_path):
     assert summary["table"]["tool_misuse"]["proposal_only_misuse"] == 5
     assert json.loads((tmp_path / "out" / "summary.json").read_text()) == summary
     lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
-    assert len(lines) == 11 and all(line["status"] == "ok" for line in lines)
+    assert len(lines) == PACK_RUNS and all(line["status"] == "ok" for line in lines)
     index = index_rows((tmp_path / "out" / "index.html").read_text())
     assert {row["run"]: row["report"] for row in index} == {line["run"]: line["report"] for line in lines}
     assert all((tmp_path / "out" / line["report"]).exists() for line in lines)
@@ -69,7 +70,7 @@ def test_a_run_without_a_world_is_reported_not_dropped(tmp_path):
     (worlds / "benign-run.yaml").unlink()
     summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
     assert summary["missing_world"] == ["benign-run-0"]
-    assert summary["runs"] == 11
+    assert summary["runs"] == PACK_RUNS
 
 
 def test_a_run_that_crashes_is_a_harness_error_and_the_batch_goes_on(tmp_path, monkeypatch):
@@ -95,7 +96,7 @@ def test_an_unreadable_run_file_is_an_input_error_line(tmp_path):
     lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     (line,) = [line for line in lines if line["status"] == "input_error"]
     assert line["file"] == str(runs / "broken.jsonl") and "broken.jsonl" in line["error"] and "\n" not in line["error"]
-    assert summary["runs"] == 12 and "input_errors" not in summary
+    assert summary["runs"] == PACK_RUNS + 1 and "input_errors" not in summary
 
 
 def test_a_torn_last_line_is_cut_and_its_run_replayed(tmp_path):
@@ -143,7 +144,7 @@ def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     assert kills == 5, "the batch finished before it could be interrupted five times; make it bigger"
     got = results.read_bytes()
     ids = [json.loads(line)["run"] for line in got.splitlines()]
-    assert len(ids) == len(set(ids)) == 11 * 40
+    assert len(ids) == len(set(ids)) == PACK_RUNS * 40
     assert got == expected
 
 
@@ -213,4 +214,4 @@ def test_missing_worlds_and_harness_errors_are_tried_again_on_resume(tmp_path, m
     assert batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)["missing_world"] == ["benign-run-0"]
     (worlds / "benign-run.yaml").write_text(kept)
     summary = batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
-    assert summary["missing_world"] == [] and summary["runs"] == 11
+    assert summary["missing_world"] == [] and summary["runs"] == PACK_RUNS
