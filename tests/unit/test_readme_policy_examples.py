@@ -47,7 +47,7 @@ def _variables() -> dict:
             reply = world.call({"tool": call.tool, "params": call.arguments, "principal": "alice", "at": float(at),
                                 "state": True})
             state = reply.pop("state")
-            variables = context_variables(call, Outcome.from_dict(reply), "alice", list(history), world_facts(WORLD), state)
+            variables = context_variables(call, Outcome.from_dict(reply), "alice", list(history), world_facts(WORLD), state=state)
             history.append(_history_entry(call, variables))
     return variables
 
