@@ -245,14 +245,17 @@ class Policy:
             context = cel.Context(dict(variables), FUNCTIONS)  # converted to CEL once, shared by every rule
         except ValueError:  # a string CEL cannot hold; rare, so the copy is made only then
             context = cel.Context(cel_safe(dict(variables)), FUNCTIONS)
-        longest = None
+        longest: dict[frozenset[str], int] = {}  # per set of variables read: a rule pays only for what it reads
         for rule in self.rules:
             if rule.macro_depth > 1:
-                longest = _longest_collection(list(variables.values())) if longest is None else longest
-                cost = max(longest, 1) ** rule.macro_depth
+                if rule.variables not in longest:
+                    longest[rule.variables] = _longest_collection([variables[name] for name in rule.variables
+                                                                   if name in variables])
+                items = longest[rule.variables]
+                cost = max(items, 1) ** rule.macro_depth
                 if cost > limits.get("cel_cost"):
                     errors.append(f"rule {rule.spec.id!r} not evaluated: {rule.macro_depth} nested macros over "
-                                  f"up to {longest} items may take {cost} steps, over the limit of "
+                                  f"up to {items} items may take {cost} steps, over the limit of "
                                   f"{limits.get('cel_cost')} ({limits.hint('cel_cost')})")
                     continue
             try:

@@ -33,7 +33,7 @@ from litmus_replay.replay.runner import Batch, iter_scenario_runs
 from litmus_replay.replay.scenario import load_scenario
 from litmus_replay.envs.runtime import get_runtime
 
-from test_batch import _make_batch  # tests/unit is on sys.path (rootdir-relative imports)
+from test_batch import PACK_RUNS, _make_batch  # tests/unit is on sys.path (rootdir-relative imports)
 
 # Every limit variable cleared around a CLI call: --limit writes the environment, which must not leak
 # into other tests.
@@ -285,7 +285,7 @@ def test_revalidate_exits_3_when_a_run_could_not_be_revalidated(tmp_path):
     (worlds / "benign-run.yaml").unlink()
     result = runner.invoke(main, [*args, "--out", str(tmp_path / "b")], env=NO_LIMITS)
     assert result.exit_code == EXIT_NOT_REVALIDATED
-    assert "1 of 11 runs could not be re-validated" in result.output
+    assert f"1 of {PACK_RUNS} runs could not be re-validated" in result.output
 
 
 # --- what a scenario may read ---------------------------------------------------------------------

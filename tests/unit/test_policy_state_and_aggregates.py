@@ -175,3 +175,12 @@ def test_the_pack_scenario_turns_on_effect_values_state_and_a_history_total():
     # The confirmation moves 900 in the real world, where alice's limit is still 500 and 300 went out before.
     assert confirm.commit.matched_rules == ("over-daily-limit",)
     assert confirm.pair.cls is PairClass.COMMIT_ONLY_MISUSE
+
+
+def test_the_cost_limit_counts_only_the_collections_a_rule_reads():
+    big_state = {"files": {f"/w/f{i}": {"size": i} for i in range(5000)}}
+    variables = {"history": [{"tool": "t"}] * 3, "state": big_state, "committed": True}
+    over_history = _policy("history.map(h, h.tool).all(t, t == 't')").judge(variables)
+    over_state = _policy("state.files.map(p, p).all(p, p != '')").judge(variables)
+    assert (over_history.verdict, over_history.errors) == ("deny", ())
+    assert over_state.verdict == "allow" and "cel_cost" in over_state.errors[0]
