@@ -4,7 +4,8 @@ Replays every trajectory of scenarios/core, as the engine does, three ways: with
 as written; with one more rule that reads ``state`` (so every call of both worlds brings the world's view
 back with its outcome, in the same round trip); and with one more rule that totals ``history`` with
 ``sum`` and ``count_by``. Prints calls per second for each, with the real world in-process and, where it
-can run here, in the sandbox.
+can run here, in the sandbox, and this process's CPU time per call (steadier than wall time on a busy
+machine; it leaves out the sandboxed env server's own work).
 
 Run: python benchmarks/policy_state.py [--repeat 20] [--sandbox-repeat 3]
 """
@@ -38,25 +39,26 @@ def _policy(scenario: Scenario, extra: str | None) -> Policy:
     return Policy.compile(PolicySpec(rules=rules))
 
 
-def throughput(scenarios: list[Scenario], extra: str | None, real: Runtime, repeat: int) -> tuple[int, float]:
+def throughput(scenarios: list[Scenario], extra: str | None, real: Runtime, repeat: int) -> tuple[int, float, float]:
+    """Calls replayed, wall seconds, and this process's CPU seconds."""
     replayers = [(scenario, Replayer(_policy(scenario, extra), real_runtime=real)) for scenario in scenarios]
     calls = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(repeat):
         for scenario, replayer in replayers:
             for trajectory in scenario.trajectories:
                 calls += len(replayer.replay(trajectory, scenario.spec.world, scenario.name).calls)
-    return calls, time.perf_counter() - start
+    return calls, time.perf_counter() - start, time.process_time() - cpu
 
 
 def report(label: str, scenarios: list[Scenario], real: Runtime, repeat: int) -> None:
     throughput(scenarios, None, real, 1)  # warm: imports, a reused sandbox
     base = None
     for name, extra in EXTRA.items():
-        calls, seconds = throughput(scenarios, extra, real, repeat)
-        rate = calls / seconds
-        base = base or rate
-        print(f"{label:<10}{name:<30}{calls:>7}{seconds:>9.2f}{rate:>10,.0f}{rate / base:>8.2f}")
+        calls, seconds, cpu = throughput(scenarios, extra, real, repeat)
+        per_call = cpu / calls * 1e3
+        base = base or per_call
+        print(f"{label:<10}{name:<30}{calls:>7}{seconds:>9.2f}{calls / seconds:>10,.0f}{per_call:>12.2f}{per_call / base:>10.2f}")
 
 
 def main() -> None:
@@ -67,7 +69,7 @@ def main() -> None:
     print(f"# {Path(sys.argv[0]).name} --repeat {args.repeat} --sandbox-repeat {args.sandbox_repeat}")
     print(f"# python {platform.python_version()} on {platform.machine()}; stub worlds in-process")
     scenarios = [load_scenario(path) for path in find_scenarios([PACK])]
-    print(f"{'real':<10}{'policy':<30}{'calls':>7}{'seconds':>9}{'calls/s':>10}{'vs as written':>14}")
+    print(f"{'real':<10}{'policy':<30}{'calls':>7}{'seconds':>9}{'calls/s':>10}{'cpu ms/call':>12}{'vs first':>10}")
     with get_runtime("inprocess") as inprocess:
         report("inprocess", scenarios, inprocess, args.repeat)
     try:
