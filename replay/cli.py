@@ -324,7 +324,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     if summary["input_error"]:
         sys.exit(EXIT_BAD_INPUT)
     if summary["missing_world"] or summary["harness_error"]:
-        _fail(f"{len(summary['missing_world']) + len(summary['harness_error'])} of {summary['runs']} runs could not be "
+        _fail(f"{len(summary['missing_world']) + len(summary['harness_error'])} of {plural(summary['runs'], 'run')} could not be "
               f"re-validated (missing world or harness error); see {Path(out_dir) / 'results.jsonl'}, and re-run to retry them")
         sys.exit(EXIT_NOT_REVALIDATED)
 

@@ -5,7 +5,8 @@ from .html import IndexEntry, index_html, page_name, trajectory_html, write_html
 from .json_report import REPORT_VERSION, run_document, trajectory_document, write_json
 from .markdown import markdown_report
 from .schema import committed_report_schema, report_schema
-from .terminal import plural, print_revalidation, print_run_summary, print_trajectory
+from .cells import plural
+from .terminal import print_revalidation, print_run_summary, print_trajectory
 
 __all__ = [
     "plural",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable
 
 from .atomic import open_atomic
+from .cells import plural
 from .export import CLASS_COLOURS
 from .html import html_page
 
@@ -286,7 +287,7 @@ def write_batch_index(path: str | Path, lines: Iterable[dict[str, Any]], summary
     unscoreable = sum(row.get("unscoreable", 0) for row in summary["table"].values())
     body_head = (
         "<h1>litmus-replay revalidate</h1>\n"
-        f'<p class="sub">{summary["runs"]} runs · <a href="#finding=over_penalised">{over} over-penalised</a> · '
+        f'<p class="sub">{plural(summary["runs"], "run")} · <a href="#finding=over_penalised">{over} over-penalised</a> · '
         f'<a href="#finding=under_penalised">{under} under-penalised</a> · '
         f'<a href="#finding=unscoreable">{unscoreable} unscoreable</a></p>\n'
         f'<div class="lead"><div>{_chart(summary)}</div><div>{_table(summary)}</div></div>\n'

@@ -51,3 +51,10 @@ def preview(value: Any, limit: int = 2000) -> str:
     Compact, not indented: json's C encoder is several times faster, and a batch writes thousands."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 trajectory``, ``2 trajectories``: a count with its noun in the right number."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many or (word[:-1] + 'ies' if word.endswith('y') and word[-2:-1] not in 'aeiou' else word + 's')}"

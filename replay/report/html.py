@@ -20,7 +20,7 @@ from ..analysis import Analysis, class_counts
 from ..engine import CallReplay
 from ..scoring import PairClass
 from .atomic import write_atomic
-from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, preview
+from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural, preview
 from .export import CLASS_COLOURS, EDGE_STYLES
 from .svg import EDGE_CSS, ESCAPE_COLOUR, escape_edges, escape_text, graph_svg
 
@@ -228,8 +228,8 @@ def _findings(run: Analysis) -> str:
             + (f" <span class=\"sub\">({links})</span>" if links else "")
             + "</li>"
         )
-    plural = "s" if len(escapes) != 1 else ""
-    note = f'<p class="sub">{len(escapes)} escape edge{plural} drawn in purple in the graph.</p>' if escapes else ""
+    suffix = "s" if len(escapes) != 1 else ""
+    note = f'<p class="sub">{len(escapes)} escape edge{suffix} drawn in purple in the graph.</p>' if escapes else ""
     return f'<ul class="findings">{"".join(items)}</ul>{note}'
 
 
@@ -309,7 +309,7 @@ def index_html(entries: Iterable[IndexEntry], errors: Sequence[str] = ()) -> str
     head = "".join(f"<th>{h}</th>" for h in ("scenario", "trajectory", "principal", "original verdict", "re-validated",
                                              "finding", "calls", "findings", "expectations"))
     total = sum(counts.values())
-    summary = f"{len(entries)} trajectories · {total} calls · " + " ".join(
+    summary = f"{plural(len(entries), 'trajectory')} · {plural(total, 'call')} · " + " ".join(
         _pill(cls, f"{cls} {n}") for cls, n in counts.items() if n
     )
     error_list = ""

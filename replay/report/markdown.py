@@ -11,7 +11,7 @@ from html import escape
 from typing import Iterable, Sequence
 
 from ..analysis import Analysis, class_counts
-from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell
+from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural
 
 __all__ = ["markdown_report"]
 
@@ -43,7 +43,7 @@ def markdown_report(runs: Iterable[Analysis], errors: Sequence[str] = ()) -> str
     checked = [run for run in items if run.problems is not None]
     failed = [run for run in checked if run.problems]
     lines = ["# litmus-replay run", ""]
-    lines.append(f"{len(items)} trajectories · {sum(counts.values())} calls")
+    lines.append(f"{plural(len(items), 'trajectory')} · {plural(sum(counts.values()), 'call')}")
     lines.append("")
     lines += [_row(["class", "calls"]), _row(["---", "---:"])]
     lines += [_row([_code(cls), str(n)]) for cls, n in counts.items()]

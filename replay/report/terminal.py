@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..analysis import Analysis, class_counts
 from ..scoring import PairClass
-from .cells import class_cell, outcome_cell
+from .cells import class_cell, outcome_cell, plural
 from .visible import visible
 
 CLASS_STYLE = {
@@ -67,13 +67,6 @@ def print_trajectory(console: Console, run: Analysis) -> None:
     console.print()
 
 
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 trajectory``, ``2 trajectories``: a count with its noun in the right number."""
-    if count == 1:
-        return f"{count} {word}"
-    return f"{count} {many or (word[:-1] + 'ies' if word.endswith('y') and word[-2:-1] not in 'aeiou' else word + 's')}"
-
-
 def print_run_summary(console: Console, runs: Sequence[Analysis], errors: int) -> None:
     """One line: trajectories, calls, calls per class, expectations met, input errors."""
     counts = class_counts(runs)
@@ -97,7 +90,7 @@ def print_revalidation(console: Console, summary: dict) -> None:
     columns = [c for c in (*(cls.value for cls in PairClass), "no_tool_calls", "missing_world", "harness_error",
                            "input_error")
                if any(c in row for row in summary["table"].values())]
-    table = Table(title=Text(f"re-validation of {summary['runs']} runs"), title_justify="left")
+    table = Table(title=Text(f"re-validation of {plural(summary['runs'], 'run')}"), title_justify="left")
     table.add_column("original verdict")
     for column in columns:
         table.add_column(column, justify="right")

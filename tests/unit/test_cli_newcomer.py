@@ -97,3 +97,11 @@ def test_the_quick_start_says_what_a_bare_machine_skips_and_where_out_is_written
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     for needed in ("Docker engine", "Chromium", "--runtime inprocess", "`out/` under the current directory"):
         assert needed in quick_start, needed
+
+
+def test_counts_take_their_noun_in_the_right_number():
+    from litmus_replay.replay.report import plural
+
+    assert [plural(n, "trajectory") for n in (0, 1, 2)] == ["0 trajectories", "1 trajectory", "2 trajectories"]
+    assert [plural(n, "run") for n in (1, 3)] == ["1 run", "3 runs"]
+    assert plural(2, "key") == "2 keys" and plural(2, "input error") == "2 input errors"
