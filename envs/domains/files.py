@@ -652,7 +652,8 @@ class FilesStub(_Files):
         self.fs.umask = 0o022
         self.os = FakeOsModule(self.fs)
         self.open = FakeFileOpen(self.fs)
-        self._default_ids = (os.geteuid(), os.getegid())
+        # What the spec gives no owner belongs to the first declared principal, as in the real world.
+        self._default_ids = self._default_owner() or (os.geteuid(), os.getegid())
         with _fake_superuser():
             self._populate()
 
@@ -673,10 +674,20 @@ class FilesStub(_Files):
                 self.os.makedirs(path, DIR_MODE, exist_ok=True)
             except OSError as exc:
                 raise WorldSpecError(field, f"cannot create directory {path}: {exc.strerror}") from None
+        declared = {entry.path for entry in self.layout.entries}
+        for made in self._directories(self.fs.root, ""):  # the workspace, the cwd, every parent on the way
+            if made not in declared:
+                self.os.chown(made, *self._default_ids, follow_symlinks=False)
         for entry in reversed(self.layout.entries):
             if entry.mode is not None:
                 self.os.chmod(entry.path, entry.mode)  # never a symlink: the spec refuses mode on symlinks
             self.os.chown(entry.path, *(entry.owner or self._default_ids), follow_symlinks=False)
+
+    def _directories(self, directory: FakeDirectory, world_dir: str) -> Iterator[str]:
+        for name, obj in list(directory.entries.items()):
+            if isinstance(obj, FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
+                yield f"{world_dir}/{name}"
+                yield from self._directories(obj, f"{world_dir}/{name}")
 
     def _create(self, entry: Entry) -> None:
         self.os.makedirs(posixpath.dirname(entry.path), DIR_MODE, exist_ok=True)
