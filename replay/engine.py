@@ -17,7 +17,15 @@ from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime
 from .bindings import Binding, Bindings
 from .model import RecordedResult, ToolCall, Trajectory
 from .policy import Judgement, Policy
-from .scoring import PairScore, ResolutionContext, Revalidation, classify_pair, revalidate_trajectory, unknown_tool_pair
+from .scoring import (
+    PairScore,
+    ResolutionContext,
+    Revalidation,
+    classify_pair,
+    harness_error_pair,
+    revalidate_trajectory,
+    unknown_tool_pair,
+)
 from .tools import world_tools
 
 
@@ -162,16 +170,21 @@ class Replayer:
                 request["recorded"] = call.result.model_dump()
             if want_state:
                 request["state"] = True  # the world's view after the call comes back with its outcome
-            stub, stub_state = _split_state(stub_world.call(request))
-            stub = _presented(stub, binding)
             harness_error = None
+            try:
+                stub, stub_state = _split_state(stub_world.call(request))
+                stub = _presented(stub, binding)
+            except EnvError as exc:  # the stub could not answer (a domain fault): this call alone is lost
+                stub, stub_state = _unanswered(exc), {}
+                harness_error = f"stub world: {type(exc).__name__}: {exc}"
             real: Outcome | None
             real_state: dict[str, Any] = {}
             try:
                 real, real_state = _split_state(real_world.call(request))
                 real = _presented(real, binding)
             except EnvError as exc:
-                real, harness_error = None, f"{type(exc).__name__}: {exc}"
+                real = None
+                harness_error = "; ".join(filter(None, (harness_error, f"{type(exc).__name__}: {exc}")))
             proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding, stub_state)
             proposal_judgement = self.policy.judge(proposal_vars)
             proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
@@ -196,7 +209,8 @@ class Replayer:
                     commit=commit,
                     proposal_judgement=proposal_judgement,
                     commit_judgement=commit_judgement,
-                    pair=classify_pair(proposal, commit),
+                    pair=(harness_error_pair(harness_error or "") if stub.error_code == UNANSWERED
+                          else classify_pair(proposal, commit)),
                     recorded_match=recorded_match(call.result, stub),
                     harness_error=harness_error,
                     bound_to=binding.to if binding else None,
@@ -243,6 +257,14 @@ class _Router:
 
     def knows(self, tool: str) -> bool:
         return tool in self.tools
+
+
+UNANSWERED = "harness_error"
+
+
+def _unanswered(exc: EnvError) -> Outcome:
+    """The outcome of a call a world could not answer at all."""
+    return Outcome(status="error", committed=False, error_code=UNANSWERED, error=f"{type(exc).__name__}: {exc}")
 
 
 def _presented(outcome: Outcome, binding: Binding | None) -> Outcome:

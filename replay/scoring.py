@@ -37,6 +37,7 @@ class Unscoreable(str, Enum):
     VERDICT_FLIPPED = "verdict_flipped"
     POLICY_ERROR = "policy_error"  # a rule could not be evaluated: the verdict would be a guess
     UNKNOWN_TOOL = "unknown_tool"  # no domain or binding knows the tool: neither world could commit it
+    HARNESS_ERROR = "harness_error"  # the stub world could not answer the call (a domain fault)
 
     def __str__(self) -> str:
         return self.value
@@ -140,6 +141,11 @@ def unknown_tool_pair(tool: str) -> PairScore:
         Unscoreable.UNKNOWN_TOOL,
         f"no domain or binding knows the tool {tool!r}: neither world could commit it (bind it to a domain tool)",
     )
+
+
+def harness_error_pair(error: str) -> PairScore:
+    """The pair of a call the stub world could not answer: there is no proposal context to score."""
+    return PairScore(PairClass.UNSCOREABLE, Unscoreable.HARNESS_ERROR, f"the stub world could not answer: {error}")
 
 
 def _classify_mismatch(

@@ -164,3 +164,35 @@ def test_tools_lists_every_domain_tool_with_its_arguments():
     assert "  make_symlink(target, link_path)" in text and "bank:" not in text
     bad = CliRunner().invoke(main, ["tools", "mail"])
     assert bad.exit_code == 2 and "unknown domain 'mail'" in bad.output
+
+
+def test_a_stub_that_faults_on_one_call_loses_that_call_only(monkeypatch):
+    from litmus_replay.envs import domain as domain_module
+    from litmus_replay.envs.domain import Domain, register_domain, tool
+    from litmus_replay.replay.engine import Replayer
+    from litmus_replay.replay.policy import Policy, PolicySpec
+
+    monkeypatch.setattr(domain_module, "_REGISTRY", dict(domain_module._REGISTRY))
+
+    def twin(semantics: str) -> None:
+        def ping(self, call):
+            return "pong"
+
+        def crash(self, call):
+            if semantics == "stub":
+                raise RuntimeError("a bug in the harness stub")
+            return "fine"
+
+        body = {"name": "flaky", "semantics": semantics, "snapshot": lambda self: {},
+                "ping": tool(ping), "crash": tool(crash)}
+        register_domain(type(f"flaky_{semantics}", (Domain,), body))
+
+    twin("stub")
+    twin("real")
+    trajectory = Trajectory.model_validate({"id": "t", "principal": "alice", "turns": [
+        {"calls": [{"tool": "ping"}, {"tool": "crash"}, {"tool": "ping"}]}]})
+    replay = Replayer(Policy.compile(PolicySpec())).replay(trajectory, {"principals": ["alice"], "flaky": {}})
+    first, crashed, last = replay.calls
+    assert first.pair.cls.value == last.pair.cls.value == "confirmed_safe" and last.stub.output == "pong"
+    assert crashed.pair.cls.value == "unscoreable" and crashed.pair.reason.value == "harness_error"
+    assert "a bug in the harness stub" in crashed.harness_error and crashed.real.output == "fine"
