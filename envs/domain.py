@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Collection, Iterator, Literal, Mapping, NamedTuple
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
+from .permissions import Checker, Owners
 
 Semantics = Literal["stub", "real"]
 SEMANTICS: tuple[Semantics, ...] = ("stub", "real")
@@ -39,7 +40,9 @@ _log = logging.getLogger("litmus_replay.envs")
 @dataclass
 class WorldEnv:
     """What every domain of one world shares: principals, sessions, the world's root, and whether the
-    world runs isolated (in a sandbox or container) with each call under the principal's own uid."""
+    world runs isolated (in a sandbox or container) with each call under the principal's own uid —
+    or, with ``shared_uid``, isolated with every principal on the server's one uid, where ``owners``
+    records who owns each file and the files domain checks permissions itself."""
 
     principals: dict[str, dict[str, Any]]
     sessions: dict[str, str]
@@ -48,6 +51,17 @@ class WorldEnv:
     facts: dict[str, Any] = field(default_factory=dict)
     isolated: bool = False
     switch_uid: bool = False
+    shared_uid: bool = False
+    owners: Owners | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.shared_uid:
+            first = next(iter(self.principals), None)
+            self.owners = Owners(self.ids(first) if first is not None else (0, 0))
+
+    def checker(self, principal: str) -> Checker | None:
+        """The permission checks a principal's file operations need, where the kernel cannot make them."""
+        return Checker(self.owners, self.ids(principal)) if self.owners is not None else None
 
     def session_principal(self, token: str | None) -> str | None:
         """The principal an ambient session token belongs to, or None if it names no live session."""

@@ -38,6 +38,7 @@ class Runtime(ABC):
     """Where worlds run. Subclasses set ``name`` and implement :meth:`open_world`."""
 
     name: ClassVar[str]
+    notice: str | None = None  # one line: what this runtime isolates less here than it can, and the remedy
 
     @abstractmethod
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:

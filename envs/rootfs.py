@@ -15,8 +15,9 @@ seccomp profiles); the unit tests compare it with the kernel wherever ``openat2`
 It only ever reads (``lstat``/``readlink``) host paths built from components it has already verified
 to be real directories inside the root. Callers that mutate must still open the final component
 without following it and check containment with :func:`ensure_within` (a concurrent rename could
-otherwise move a directory under their feet). Permission bits are not checked: in-process the
-resolver sees what the process sees; a sandbox runtime runs the whole call as the principal's uid.
+otherwise move a directory under their feet). Permission bits are not checked here: in-process the
+resolver sees what the process sees; a sandbox runtime runs the whole call as the principal's uid, or,
+where its principals share one uid, passes a ``search`` hook (:mod:`.permissions`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 __all__ = ["MAXSYMLINKS", "RootResolution", "ensure_within", "host_path", "resolve_in_root", "trace_in_root"]
 
@@ -83,6 +85,7 @@ def trace_in_root(
     follow_final: bool = True,
     create: bool = False,
     max_links: int = MAXSYMLINKS,
+    search: Callable[[str], None] | None = None,
 ) -> RootResolution:
     """Resolve ``path`` (relative paths against the world path ``cwd``) inside ``root``; see the module doc.
 
@@ -91,7 +94,9 @@ def trace_in_root(
     ``open(O_CREAT)`` semantics, where a final name with a trailing slash (in the path or in a final
     symlink's target) is ``EISDIR`` before it is even looked up.
     Raises ``OSError`` with ``ENOENT``, ``ENOTDIR``, ``ELOOP`` (or ``EISDIR``) where the kernel would, and
-    ``EINVAL`` for a path containing a NUL byte.
+    ``EINVAL`` for a path containing a NUL byte. ``search``, if given, is called with the world path of
+    every directory a component is looked up in, before the lookup (where the kernel checks search
+    permission); it raises to refuse.
     """
     if not isinstance(path, str) or "\0" in path or "\0" in cwd:
         raise _oserror(errno.EINVAL, str(path))
@@ -104,7 +109,11 @@ def trace_in_root(
     followed = 0
     while pending:
         name = pending.pop()
-        if name in ("", "."):
+        if name == "":
+            continue
+        if search is not None:
+            search(walk.world())
+        if name == ".":
             continue
         if name == "..":
             if walk.stack:

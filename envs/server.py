@@ -3,7 +3,7 @@
 It imports only the standard library (and pyfakefs for stub file semantics), so any image with Python
 3.9+ can run it from a read-only mount of this package:
 
-    python3 -m litmus_replay.envs.server --stdio [--isolated] [--switch-uid] [--world-root DIR]
+    python3 -m litmus_replay.envs.server --stdio [--isolated] [--switch-uid | --shared-uid] [--world-root DIR]
     python3 -m litmus_replay.envs.server --socket /run/litmus/env.sock ...
 """
 
@@ -37,10 +37,11 @@ except Exception:  # running from a bare mount of the package, without its metad
 class WorldHost:
     """Holds the current world and answers protocol operations; transport-agnostic."""
 
-    def __init__(self, world_root: Path | None, isolated: bool, switch_uid: bool):
+    def __init__(self, world_root: Path | None, isolated: bool, switch_uid: bool, shared_uid: bool = False):
         self.world_root = world_root
         self.isolated = isolated
         self.switch_uid = switch_uid
+        self.shared_uid = shared_uid
         self.world: World | None = None
         self.loaded: tuple[Mapping[str, Any], str] | None = None
         self.running = True
@@ -68,6 +69,7 @@ class WorldHost:
             "envs_version": ENVS_VERSION,
             "python": platform.python_version(),
             "isolated": self.isolated,
+            "shared_uid": self.shared_uid,
             "uid": os.getuid(),
             "pid": os.getpid(),
         }
@@ -84,7 +86,7 @@ class WorldHost:
     def _build(self, spec: Mapping[str, Any], semantics: str) -> None:
         self._close_world()
         self.world = World(spec, semantics, self._fresh_root(), isolated=self.isolated,  # type: ignore[arg-type]
-                           switch_uid=self.switch_uid)
+                           switch_uid=self.switch_uid, shared_uid=self.shared_uid)
         self.loaded = (spec, semantics)
 
     def op_load(self, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,10 +185,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--world-root", type=Path, help="where real worlds lay out their files")
     parser.add_argument("--isolated", action="store_true", help="this process runs in a sandbox or container")
     parser.add_argument("--switch-uid", action="store_true", help="run each real call as the principal's uid")
+    parser.add_argument("--shared-uid", action="store_true",
+                        help="every principal shares this process's uid: check file permissions per principal here")
     args = parser.parse_args(argv)
     own_root = args.world_root is None
     world_root = args.world_root or Path(tempfile.mkdtemp(prefix="litmus-env-"))
-    host = WorldHost(world_root, args.isolated, args.switch_uid)
+    if args.switch_uid and args.shared_uid:
+        parser.error("--switch-uid and --shared-uid exclude each other")
+    host = WorldHost(world_root, args.isolated, args.switch_uid, args.shared_uid)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the clean-up below runs on a polite kill too
     if args.switch_uid:
         os.setgroups([])

@@ -81,7 +81,8 @@ class World:
     ``root`` is the directory that holds the world's filesystem (real semantics); by default a fresh
     temporary directory that :meth:`close` removes. ``isolated`` says the world runs in a sandbox or
     container (domains that execute recorded content, such as the shell, refuse to run otherwise);
-    ``switch_uid`` runs each real call with the declared principal's uid and gid.
+    ``switch_uid`` runs each real call with the declared principal's uid and gid; ``shared_uid`` says
+    the principals share this process's uid, so the files domain checks permissions itself.
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class World:
         *,
         isolated: bool = False,
         switch_uid: bool = False,
+        shared_uid: bool = False,
     ):
         if not isinstance(spec, Mapping):
             raise WorldSpecError("world", "expected a mapping")
@@ -119,6 +121,7 @@ class World:
             facts=facts,
             isolated=isolated,
             switch_uid=switch_uid and semantics == "real",
+            shared_uid=shared_uid and semantics == "real",
         )
         self._classes = {name: domain_pair(name)[semantics] for name in named}
         self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})

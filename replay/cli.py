@@ -110,11 +110,15 @@ def main() -> None:
 
 
 def _open_runtime(runtime: str) -> Runtime:
+    """The runtime, or exit 2 with its one-line reason; a runtime weaker here than its full mode says so once."""
     try:
-        return get_runtime(runtime)
+        opened = get_runtime(runtime)
     except (UnknownRuntime, RuntimeUnavailable) as exc:
         _fail(f"--runtime: {exc}")
         sys.exit(EXIT_BAD_INPUT)
+    if opened.notice:
+        click.echo(f"litmus-replay: note: {opened.notice}", err=True)
+    return opened
 
 
 def _replay(paths: tuple[str, ...], runtime: str, on_run=None) -> Batch:

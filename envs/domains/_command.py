@@ -28,6 +28,9 @@ EVIDENCE_FD = 62  # where the shell prelude reports swallowed errors
 EVIDENCE_CAP = 64 * 1024
 REAP_GRACE = 2.0  # s to kill and reap what a command left behind
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 28, 47, 4
+# uid 0 gains no capabilities at exec, and no ambient ones can be raised again, for good
+SECBITS_NO_CAPABILITIES = (1 << 0) | (1 << 1) | (1 << 6) | (1 << 7)  # NOROOT, NO_CAP_AMBIENT_RAISE, and locks
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Command:
     timeout: float
     uid: int | None = None  # None: run as the server's own uid (no switching possible)
     gid: int | None = None
+    no_capabilities: bool = False  # exec without any capability, even as uid 0 of the namespace
     limits: Limits = field(default_factory=Limits)
 
 
@@ -174,6 +178,11 @@ def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragm
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(res, (value, value))
         os.umask(0o022)
+        if command.no_capabilities:  # needs CAP_SETPCAP, which a server sharing one uid keeps for this
+            libc = ctypes.CDLL(None, use_errno=True)
+            if (libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0
+                    or libc.prctl(PR_SET_SECUREBITS, SECBITS_NO_CAPABILITIES, 0, 0, 0) != 0):
+                raise OSError(ctypes.get_errno(), "prctl")
         stage = "exec"
         os.execve(command.executable, command.argv, command.env)
     except OSError as exc:

@@ -19,7 +19,9 @@ parents), belongs to the first declared principal: the world is that principal's
 files are declared with ``owner``. So a runtime that runs each call under the principal's uid lets the
 principal do what the in-process world does with its own files. In-process
 there is no per-principal permission checking: the process acts for every principal. The sandbox
-runtime runs each call as the principal's uid, so there the kernel decides. The stub never checks
+runtime runs each call as the principal's uid, so there the kernel decides; where its principals share
+one uid (``env.shared_uid``: no subordinate ids to map), this domain records owners and makes the
+kernel's checks itself (:mod:`..permissions`), and snapshots show the recorded owners. The stub never checks
 permissions (it runs pyfakefs as its superuser) because a harness does not either.
 """
 
@@ -46,6 +48,7 @@ from pyfakefs.fake_os import FakeOsModule
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
 from ..values import bounded
+from ..permissions import R, W, Checker, Owners
 from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
 
 DEFAULT_WORKSPACE = "/workspace"
@@ -269,8 +272,8 @@ class FilesReal(_Files):
             self._owned_root = tempfile.mkdtemp(prefix="litmus-files-")
         self.root = os.path.realpath(env.root if env.root is not None else self._owned_root)
         os.makedirs(self.root, exist_ok=True)
-        self._scanner = TreeScanner()
-        self._as_root = os.geteuid() == 0
+        self._scanner = TreeScanner(env.owners)
+        self._as_root = os.geteuid() == 0 and env.owners is None  # may chown to the principals' uids
         self._owner = self._default_owner() if self._as_root else None
         if self._owner is not None:
             os.chown(self.root, *self._owner)
@@ -335,6 +338,8 @@ class FilesReal(_Files):
         owner = entry.owner or self._owner
         if owner is not None and self._as_root:
             os.chown(host, *owner, follow_symlinks=False)
+        elif entry.owner is not None and self.env.owners is not None:
+            self.env.owners.give(host, entry.owner)
 
     # resolution
 
@@ -348,8 +353,11 @@ class FilesReal(_Files):
         self, call: Call, param: str, value: Any, follow_final: bool, create: bool = False
     ) -> RootResolution:
         path = _path_param(param, value)
+        checker = self._checker(call)
+        search = checker.searcher(self._host, path) if checker is not None else None
         try:
-            res = trace_in_root(self.root, path, cwd=self.cwd, follow_final=follow_final, create=create)
+            res = trace_in_root(self.root, path, cwd=self.cwd, follow_final=follow_final, create=create,
+                                search=search)
         except OSError as exc:
             reason = errno.errorcode.get(exc.errno or 0, "an error")
             call.note(f"{param} {path} could not be resolved in the world root: {reason}")
@@ -385,6 +393,26 @@ class FilesReal(_Files):
         ids = self._ids_of(call)
         if ids is not None and self._as_root:
             os.chown(host, *ids, follow_symlinks=False)
+        elif ids is not None and self.env.owners is not None:
+            self.env.owners.give(host, ids)
+
+    # permissions, where the kernel cannot tell the principals apart
+
+    def _checker(self, call: Call) -> Checker | None:
+        return self.env.checker(call.acting or call.principal)
+
+    def _may(self, call: Call, res: RootResolution, want: int) -> None:
+        """``want`` (R, W) on an existing entry."""
+        checker = self._checker(call)
+        if checker is not None and res.exists:
+            checker.require(self._host(res.path), want, res.path)
+
+    def _may_change_entry(self, call: Call, res: RootResolution) -> None:
+        """Create, remove or replace the entry ``res`` names, in its directory."""
+        checker = self._checker(call)
+        if checker is not None and res.path != "/":
+            parent = self._host(posixpath.dirname(res.path))
+            checker.may_change_entry_of(parent, self._host(res.path) if res.exists else None, res.path)
 
     @staticmethod
     def _write(host: str, data: bytes, append: bool, exclusive: bool = False) -> None:
@@ -406,6 +434,7 @@ class FilesReal(_Files):
     def read_file(self, call: Call, path: str) -> str:
         res = self._resolve(call, "path", path, follow_final=True)
         with self._world_errors(res.path):
+            self._may(call, res, R)
             fd = os.open(self._host(res.path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
                 if stat.S_ISDIR(os.fstat(fd).st_mode):
@@ -422,6 +451,10 @@ class FilesReal(_Files):
         res = self._resolve(call, "path", path, follow_final=True, create=True)
         data = _content_param(content)
         with self._world_errors(res.path):
+            if res.exists:
+                self._may(call, res, W)
+            else:
+                self._may_change_entry(call, res)
             host = self._host(res.path)
             self._write(host, data, append=bool(append))
             if not res.exists:
@@ -432,6 +465,7 @@ class FilesReal(_Files):
     def list_dir(self, call: Call, path: str = ".") -> list[str]:
         res = self._resolve(call, "path", path, follow_final=True)
         with self._world_errors(res.path):
+            self._may(call, res, R)
             fd = os.open(self._host(res.path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
                 return sorted(os.listdir(fd))
@@ -446,14 +480,18 @@ class FilesReal(_Files):
         with self._world_errors(res.path):
             host = self._host(res.path)
             mode = os.lstat(host).st_mode
-            if not stat.S_ISDIR(mode):
-                os.unlink(host)
-                return {"deleted": 1}
-            if not recursive:
-                os.rmdir(host)
+            if not stat.S_ISDIR(mode) or not recursive:
+                self._may_change_entry(call, res)
+                (os.rmdir if stat.S_ISDIR(mode) else os.unlink)(host)
                 return {"deleted": 1}
             count = _count_tree(host)
-            shutil.rmtree(host)  # fd-based on Linux: never follows a symlink out of the tree
+            checker = self._checker(call)
+            if checker is None:
+                shutil.rmtree(host)  # fd-based on Linux: never follows a symlink out of the tree
+            else:
+                _empty_tree_checked(host, res.path, checker)
+                self._may_change_entry(call, res)
+                os.rmdir(host)
         return {"deleted": count}
 
     @tool
@@ -463,6 +501,7 @@ class FilesReal(_Files):
         with self._world_errors(res.path):
             if res.exists:
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+            self._may_change_entry(call, res)
             host = self._host(res.path)
             os.symlink(target, host)
             self._give(host, call)
@@ -491,8 +530,21 @@ class FilesReal(_Files):
         with self._world_errors(src_res.path, dst_res.path):
             if not src_res.exists:
                 raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+            self._may_move(call, src_res, dst_res)
             os.rename(self._host(src_res.path), self._host(dst_res.path))
         return {"src": src_res.path, "dst": dst_res.path}
+
+    def _may_move(self, call: Call, src: RootResolution, dst: RootResolution) -> None:
+        """rename(2)'s checks: both directories' entries change; a directory moving to another parent
+        rewrites its own ``..``, so it needs write permission on itself."""
+        checker = self._checker(call)
+        if checker is None:
+            return
+        self._may_change_entry(call, src)
+        self._may_change_entry(call, dst)
+        host = self._host(src.path)
+        if stat.S_ISDIR(os.lstat(host).st_mode) and posixpath.dirname(src.path) != posixpath.dirname(dst.path):
+            checker.require(host, W, src.path)
 
     # state
 
@@ -510,22 +562,24 @@ class TreeScanner:
     """The state of a real directory tree, as the files domain digests it: ``files:<world path>`` ->
     type, mode, owner and content hash or link target; and, for effects and ``state``, each entry's value
     (:func:`entry_value`). Iterative (a command can nest directories deeper than Python's stack), never
-    following a link; content hashes and previews cached on (inode, size, mtime, ctime)."""
+    following a link; content hashes and previews cached on (inode, size, mtime, ctime). Owners are the
+    inodes' unless ``owners`` records them (principals sharing one uid)."""
 
-    def __init__(self) -> None:
+    def __init__(self, owners: Owners | None = None) -> None:
         self._content_cache: dict[tuple[int, ...], tuple[str, str]] = {}
+        self._uid = owners.uid_of if owners is not None else (lambda st: st.st_uid)
 
     def scan(self, root: str) -> dict[str, str]:
         state: dict[str, str] = {}
         for path, host, st in self._walk(root):
             if stat.S_ISLNK(st.st_mode):
-                state[f"files:{path}"] = digest("symlink", st.st_mode, st.st_uid, "-> " + _readlink(host))
+                state[f"files:{path}"] = digest("symlink", st.st_mode, self._uid(st), "-> " + _readlink(host))
             elif stat.S_ISDIR(st.st_mode):
-                state[f"files:{path}"] = digest("dir", st.st_mode, st.st_uid)
+                state[f"files:{path}"] = digest("dir", st.st_mode, self._uid(st))
             elif stat.S_ISREG(st.st_mode):
-                state[f"files:{path}"] = digest("file", st.st_mode, st.st_uid, f"sha256={self._content(host, st)[0]}")
+                state[f"files:{path}"] = digest("file", st.st_mode, self._uid(st), f"sha256={self._content(host, st)[0]}")
             else:
-                state[f"files:{path}"] = digest("other", st.st_mode, st.st_uid)
+                state[f"files:{path}"] = digest("other", st.st_mode, self._uid(st))
         return state
 
     def values(self, root: str) -> dict[str, dict[str, Any]]:
@@ -533,12 +587,12 @@ class TreeScanner:
         out: dict[str, dict[str, Any]] = {}
         for path, host, st in self._walk(root):
             if stat.S_ISLNK(st.st_mode):
-                out[f"files:{path}"] = entry_value("symlink", st.st_mode, st.st_uid, target=_readlink(host))
+                out[f"files:{path}"] = entry_value("symlink", st.st_mode, self._uid(st), target=_readlink(host))
             elif stat.S_ISREG(st.st_mode):
                 sha, preview = self._content(host, st)
-                out[f"files:{path}"] = entry_value("file", st.st_mode, st.st_uid, st.st_size, sha, preview)
+                out[f"files:{path}"] = entry_value("file", st.st_mode, self._uid(st), st.st_size, sha, preview)
             else:
-                out[f"files:{path}"] = entry_value("dir" if stat.S_ISDIR(st.st_mode) else "other", st.st_mode, st.st_uid)
+                out[f"files:{path}"] = entry_value("dir" if stat.S_ISDIR(st.st_mode) else "other", st.st_mode, self._uid(st))
         return out
 
     @staticmethod
@@ -607,6 +661,25 @@ def _readlink(host: str) -> str:
         return os.readlink(host)
     except OSError:
         return "?"
+
+
+def _empty_tree_checked(host_dir: str, world_dir: str, checker: Checker) -> None:
+    """Empty a directory as ``shutil.rmtree`` does (entries as listed; a subdirectory emptied, then
+    removed), refusing where the kernel would refuse the principal, so a refusal leaves what the
+    kernel's walk would have left."""
+    checker.require(host_dir, R, world_dir)
+    with os.scandir(host_dir) as scan:
+        entries = list(scan)
+    for entry in entries:
+        world = f"{world_dir}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            checker.require(host_dir, X, world)
+            _empty_tree_checked(entry.path, world, checker)
+            checker.may_change_entry_of(host_dir, entry.path, world)
+            os.rmdir(entry.path)
+        else:
+            checker.may_change_entry_of(host_dir, entry.path, world)
+            os.unlink(entry.path)
 
 
 def _count_tree(host_dir: str) -> int:

@@ -3,7 +3,8 @@
 Real: recorded content is executed, so only in an isolated world (``env.isolated``: the sandbox or docker
 runtime); anywhere else the call is refused with 501 and nothing runs — recorded content never runs on the
 host. The command runs as ``bash -c COMMAND`` (``sh -c`` where there is no bash) under the declared
-principal's uid and gid (a full ``setresuid``, no supplementary groups), in a new session, with stdin
+principal's uid and gid (a full ``setresuid``, no supplementary groups) — or, in a sandbox whose principals
+share one uid (``env.shared_uid``), as that uid without any capability — in a new session, with stdin
 ``/dev/null``, a clean environment (``HOME``, ``PATH``, ``LANG``), rlimits (processes, address space, file
 size, CPU, no core) and a wall-clock timeout (``timeout``, default and ceiling from the world spec). Its
 working directory is the world's workspace under the world's root (made if missing, owned like the files
@@ -202,7 +203,7 @@ class ShellReal(_Shell):
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
         self.root = os.path.realpath(env.root) if env.root is not None else None
-        self._scanner = TreeScanner()
+        self._scanner = TreeScanner(env.owners)
         self._subreaper = False
 
     @tool
@@ -219,18 +220,24 @@ class ShellReal(_Shell):
             cwd, world_cwd = self._workspace()
             call.read(f"files:{world_cwd}")  # a command may read anything in its workspace
             uid, gid = self.env.ids(principal)
-            switch = os.getuid() == 0
+            switch = os.getuid() == 0 and not self.env.shared_uid
             shell = shutil.which("bash", path=PATH) or shutil.which("sh", path=PATH) or "/bin/sh"
             name = os.path.basename(shell)
             is_bash = name == "bash"
             argv = [name, "--noprofile", "--norc", "-c", PRELUDE + command] if is_bash else [name, "-c", command]
             env = {"HOME": self._home(principal, cwd), "PATH": PATH, "LANG": "C.UTF-8"}
-            who = f"{principal} (uid {uid}, gid {gid})" if switch else f"the server's uid {os.getuid()} (cannot switch)"
+            if switch:
+                who = f"{principal} (uid {uid}, gid {gid})"
+            elif self.env.shared_uid:
+                who = f"{principal} on the uid every principal shares here, without capabilities"
+            else:
+                who = f"the server's uid {os.getuid()} (cannot switch)"
             call.note(f"ran `{os.path.basename(shell)} -c` as {who} in {world_cwd}, timeout {limit:g} s")
             if not is_bash:
                 call.note("no bash here: swallowed errors inside the command are not traced")
             spec = _command.Command(executable=shell, argv=argv, env=env, cwd=cwd, timeout=limit, uid=uid if switch else None,
-                                    gid=gid if switch else None, limits=self.settings.limits)
+                                    gid=gid if switch else None, limits=self.settings.limits,
+                                    no_capabilities=self.env.shared_uid)
             try:
                 result = _command.run(spec)
             except _command.SpawnError as exc:
@@ -279,7 +286,7 @@ class ShellReal(_Shell):
             if not res.exists:
                 os.mkdir(host, DIR_MODE)
                 os.chmod(host, DIR_MODE)
-                if owner is not None and os.geteuid() == 0:
+                if owner is not None and os.geteuid() == 0 and not self.env.shared_uid:
                     os.chown(host, *owner)
             elif not stat.S_ISDIR(os.stat(host, follow_symlinks=False).st_mode):
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", res.path)

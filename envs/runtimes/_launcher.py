@@ -1,18 +1,20 @@
 """The sandbox launcher: the one piece of the sandbox runtime that runs on the host with privilege.
 
 It runs as its own short-lived interpreter (``python3 -I -S _launcher.py CONFIG_JSON``), started by
-:mod:`.sandbox` as root, and ends by exec-ing the sandbox. It imports only the standard library and
+:mod:`.sandbox` (as root, or as an ordinary user), and ends by exec-ing the sandbox. It imports only the standard library and
 nothing of this package, so it starts in milliseconds and owes nothing to the host's site-packages.
 
 Steps, and why each is here:
 
-1. A private mount namespace, still as host root: the read-only bind sources (the Python installation,
-   this package, pyfakefs) are bound onto numbered directories of a staging tmpfs. Host root can read
-   them wherever they live (``/root`` is 0700); the unprivileged uid the sandbox runs as could not.
+1. Run as root: a private mount namespace, still as host root, where the read-only bind sources (the
+   Python installation, this package, pyfakefs) are bound onto numbered directories of a staging tmpfs.
+   Host root can read them wherever they live (``/root`` is 0700); the unprivileged uid the sandbox runs
+   as could not. Run as an ordinary user, whose own uid becomes the namespace's root, this is done
+   inside the namespace instead, after step 3.
 2. A user namespace (with a mount namespace of its own, which copies the staged binds). Only a process
-   with ``CAP_SETUID`` in the *parent* namespace may map more than one uid, so the launcher tells the
-   runtime it is ready and waits while the runtime writes ``uid_map``/``gid_map`` (inner 0..N-1 to an
-   unprivileged host range: inner root is not host root).
+   with ``CAP_SETUID`` in the *parent* namespace (root, or the setuid ``newuidmap``) may map more than
+   one uid, so the launcher tells the runtime it is ready and waits while the runtime writes
+   ``uid_map``/``gid_map`` (see :mod:`._idmap`: inner root is never host root).
 3. Become the namespace's root, set no-new-privs, die with the runtime, forbid nested user namespaces,
    and set the sandbox-wide rlimits.
 4. Exec ``bwrap`` for the mount, pid, net, ipc and uts namespaces and the minimal root — or, where
@@ -55,6 +57,7 @@ CAPABILITIES = {
     "CAP_KILL": 5,  # kill a command's processes, whoever they run as
     "CAP_SETGID": 6,  # setegid/setresgid to a principal per call
     "CAP_SETUID": 7,  # seteuid/setresuid to a principal per call
+    "CAP_SETPCAP": 8,  # principals sharing one uid: exec each command without capabilities (securebits)
 }
 # pivot_root has no glibc wrapper; the generic table (aarch64, riscv64, ...) numbers it 41.
 SYS_PIVOT_ROOT = {"x86_64": 155, "i386": 217, "i686": 217, "ppc64le": 203, "ppc64": 203, "s390x": 217,
@@ -249,7 +252,7 @@ def native(config: dict[str, Any]) -> None:
 
 
 def _stage(config: dict[str, Any]) -> None:
-    """Step 1: a private mount namespace, and the bind sources staged where an unprivileged uid reads them."""
+    """Step 1: a private mount namespace, and the bind sources staged where the sandbox's uids read them."""
     _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     staging = config["staging"]
@@ -273,7 +276,8 @@ def _become_root_of_new_userns(config: dict[str, Any]) -> None:
         os._exit(EXIT_SETUP)
     os.close(config["go"])
     os.setresgid(0, 0, 0)
-    os.setgroups([])
+    if config["setgroups"]:  # else denied: an ordinary user's single-uid map may not allow it
+        os.setgroups([])
     os.setresuid(0, 0, 0)
     # The parent-death signal is cleared by the credential change above: set it now, then re-check.
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
@@ -303,8 +307,11 @@ def _close_all_but(keep: set[int]) -> None:
 def main(argv: list[str]) -> None:
     config = json.loads(argv[1])
     try:
-        _stage(config)
+        if config["stage_as_host_root"]:
+            _stage(config)
         _become_root_of_new_userns(config)
+        if not config["stage_as_host_root"]:
+            _stage(config)
         _close_all_but({0, 1, 2, *(op[1] for op in config["ops"] if op[0] == "data")})
         if config["bwrap"]:
             argv_ = bwrap_argv(config)

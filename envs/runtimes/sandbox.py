@@ -1,8 +1,10 @@
 """The ``sandbox`` runtime: each world's env server in fresh Linux namespaces (the default for real semantics).
 
 Each world gets its own sandbox: ``python3 -S -m litmus_replay.envs.server --stdio --isolated --switch-uid
---world-root /world`` as uid 0 of a fresh user namespace whose uids 0-65535 map to an unprivileged host
-range (``uid_base``, default 100000), in fresh mount, pid, net, ipc and uts namespaces. Its root is a
+--world-root /world`` as uid 0 of a fresh user namespace whose uids 0-65535 map to unprivileged host ids
+— run as root, a host range (``uid_base``, default 100000); run as an ordinary user, its own uid and its
+subordinate ids, or only its own uid where it has none (see :mod:`._idmap`; the server then runs with
+``--shared-uid``) — in fresh mount, pid, net, ipc and uts namespaces. Its root is a
 read-only tmpfs holding read-only binds of ``/usr`` (``/bin``, ``/lib*`` as the host has them: symlinks
 under usr-merge), the Python installation, this package, pyfakefs and the code the world's domains
 declare (see :mod:`.hosting`); a generated ``/etc`` (passwd and
@@ -43,7 +45,8 @@ from ..domain import NOBODY, Semantics
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
 from ..interface import Runtime, WorldHandle
 from ..world import parse_principals
-from . import _launcher, hosting
+from . import _idmap, _launcher, hosting
+from ._idmap import UID_COUNT, IdMap, MappingUnavailable
 from .hosting import MOUNT_ROOT, Mount
 from .pool import Pool, PooledWorld, open_on
 
@@ -51,7 +54,9 @@ LAUNCHER = Path(__file__).with_name("_launcher.py")
 WORLD_ROOT = "/world"
 SERVER_ARGS = ("-S", "-m", "litmus_replay.envs.server", "--stdio", "--isolated", "--switch-uid",
                "--world-root", WORLD_ROOT)
-UID_COUNT = 65536  # inner uids 0..65535: root, the principals (10001+ by default) and nobody
+# Principals sharing one uid: the server keeps what it needs to lay a world out whatever its modes, and
+# CAP_SETPCAP to exec commands without capabilities (it cannot switch uids, so it needs no others).
+SHARED_UID_CAPS = ("CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 HOSTNAME = "litmus"
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -75,7 +80,9 @@ class SandboxOptions:
     processes: int = 256  # RLIMIT_NPROC
     cpu: int = 600  # RLIMIT_CPU, s of CPU time for the server
     file_size: int = 64 * MiB  # RLIMIT_FSIZE
-    uid_base: int = 100000  # host uid of the sandbox's root; inner uid u is host uid uid_base + u
+    uid_base: int = 100000  # as root: host uid of the sandbox's root; inner uid u is host uid uid_base + u
+    id_mapping: str = "auto"  # "auto" (the strongest available), "host-range" (root), "subordinate"
+    #                           (an ordinary user's /etc/subuid range), "single-uid" (principals share one uid)
     backend: str = "auto"  # "auto" (bwrap if installed), "bwrap" or "native"
     warm: bool = True  # keep one sandbox booting for the next world with the same principals
     reuse: int = 8  # idle sandboxes kept, least recently used first out, for the next worlds with the same
@@ -93,6 +100,8 @@ class SandboxOptions:
             raise ValueError(f"uid_base must leave room for {UID_COUNT} uids below 2**32 - 1")
         if self.backend not in ("auto", "bwrap", "native"):
             raise ValueError("backend must be 'auto', 'bwrap' or 'native'")
+        if self.id_mapping not in _idmap.MODES:
+            raise ValueError(f"id_mapping must be one of {', '.join(repr(m) for m in _idmap.MODES)}")
 
 
 # --- the sandbox's root ------------------------------------------------------------------------------
@@ -192,8 +201,9 @@ class _Sandbox:
     """One sandbox: the launcher's process tree and a client on its env server's stdio."""
 
     def __init__(self, options: SandboxOptions, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str,
-                 bwrap: str | None):
+                 bwrap: str | None, idmap: IdMap):
         self.options = options
+        self.idmap = idmap
         self.call_timeout = options.call_timeout
         self._stderr = tempfile.TemporaryFile(prefix="litmus-sandbox-")
         self.process: subprocess.Popen[bytes] | None = None
@@ -215,13 +225,15 @@ class _Sandbox:
                 data[path] = fd
             sources, ops = root_plan(self.options, data, mounts)
             executable, _ = _python()
+            shared = self.idmap.shared_uid
             config = {
                 "parent": os.getpid(), "ready": ready_w, "go": go_r, "staging": staging, "sources": sources,
-                "ops": ops, "hostname": HOSTNAME, "caps": sorted(_launcher.CAPABILITIES), "bwrap": bwrap,
-                "rlimits": self._rlimits(),
+                "ops": ops, "hostname": HOSTNAME, "bwrap": bwrap, "rlimits": self._rlimits(),
+                "caps": sorted(SHARED_UID_CAPS if shared else set(_launcher.CAPABILITIES) - {"CAP_SETPCAP"}),
+                "stage_as_host_root": self.idmap.staged_by_host_root, "setgroups": self.idmap.setgroups,
                 "env": {"PATH": PATH, "PYTHONPATH": MOUNT_ROOT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
                         "HOME": "/"},
-                "argv": [executable, *SERVER_ARGS],
+                "argv": [executable, *server_args(shared)],
             }
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config)],
@@ -251,16 +263,19 @@ class _Sandbox:
         ready, _, _ = select.select([ready_r], [], [], self.options.start_timeout)
         if not ready or os.read(ready_r, 1) != b"1":
             self.kill()
-            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {self.failure()}; {HINT}")
-        base = self.options.uid_base
+            failure = self.failure()
+            if "CLONE_NEWUSER" in failure:
+                failure += (" (user namespaces are off: a kernel setting such as user.max_user_namespaces, "
+                            "kernel.unprivileged_userns_clone or kernel.apparmor_restrict_unprivileged_userns, "
+                            "or a container's seccomp profile)")
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {failure}; {HINT}")
         try:
-            for name in ("uid_map", "gid_map"):
-                with open(f"/proc/{self.process.pid}/{name}", "w") as handle:
-                    handle.write(f"0 {base} {UID_COUNT}\n")
+            self.idmap.write(self.process.pid)
         except OSError as exc:
             self.kill()
-            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: cannot map uids {base}-"
-                                     f"{base + UID_COUNT - 1} into a user namespace ({exc.strerror}); {HINT}") from None
+            lines = ", ".join(f"{a} {b} {c}" for a, b, c in self.idmap.uid_lines)
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: cannot map ids ({lines}) into a user "
+                                     f"namespace ({exc.strerror}); {HINT}") from None
         os.write(go_w, b"1")
 
     def connect(self) -> dict[str, Any]:
@@ -370,8 +385,9 @@ class SandboxRuntime(Runtime):
     """Each world in fresh Linux namespaces, its calls under the principals' own uids.
 
     Options (keyword): see :class:`SandboxOptions`. Raises :class:`RuntimeUnavailable` (one line naming
-    the alternatives) where namespaces cannot be made: not Linux, not root on the host (only root may
-    map a range of uids), user namespaces disabled, or no ``bwrap`` when ``backend="bwrap"``.
+    the alternatives) where namespaces cannot be made: not Linux, user namespaces disabled (naming the
+    kernel setting), the asked-for ``id_mapping`` impossible here, or no ``bwrap`` when
+    ``backend="bwrap"``. :attr:`notice` says in one line when the principals share one uid.
     """
 
     name = "sandbox"
@@ -382,6 +398,10 @@ class SandboxRuntime(Runtime):
         except TypeError as exc:
             raise TypeError(f"sandbox runtime: {exc}") from None
         self._check_host()
+        try:
+            self.idmap = _idmap.plan(self.options.id_mapping, self.options.uid_base)
+        except MappingUnavailable as exc:
+            raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {exc}; {HINT}") from None
         self._bwrap = _backend(self.options)
         self._staging = tempfile.mkdtemp(prefix="litmus-sandbox-")
         os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
@@ -397,19 +417,18 @@ class SandboxRuntime(Runtime):
             reason = f"Linux namespaces are not available on {sys.platform}"
         elif not os.path.exists("/proc/self/ns/user"):
             reason = "this kernel has no user namespaces"
-        elif os.geteuid() != 0:
-            reason = (f"it must run as root on the host to map the world's principals (uids 0-{UID_COUNT - 1}) "
-                      "into a user namespace")
+        else:
+            reason = _idmap.userns_disabled()
         if reason:
             raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {reason}; {HINT}")
 
     def _probe(self) -> None:
         """Start one empty sandbox once per process and configuration: namespaces may be disabled."""
-        key = (self._bwrap, self.options.uid_base, sys.executable)
+        key = (self._bwrap, self.idmap, sys.executable)
         with _PROBE_LOCK:
             if key not in _PROBED:
                 try:
-                    sandbox = _Sandbox(self.options, etc_files({}), (), self._staging, self._bwrap)
+                    sandbox = _Sandbox(self.options, etc_files({}), (), self._staging, self._bwrap, self.idmap)
                     try:
                         sandbox.connect()
                     finally:
@@ -425,6 +444,16 @@ class SandboxRuntime(Runtime):
     @property
     def backend(self) -> str:
         return "bwrap" if self._bwrap else "native"
+
+    @property
+    def id_mapping(self) -> str:
+        """How ids are mapped here: ``host-range``, ``subordinate`` or ``single-uid``."""
+        return self.idmap.mode
+
+    @property
+    def notice(self) -> str | None:
+        """One line saying what this sandbox isolates less than the full mode, and how to get it; or None."""
+        return self.idmap.notice
 
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         if self._closed:
@@ -452,7 +481,7 @@ class SandboxRuntime(Runtime):
 
     def _spawn(self, key: Any) -> _Sandbox:
         etc, mounts = key
-        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap)
+        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap)
 
     def close(self) -> None:
         self._closed = True
@@ -460,6 +489,11 @@ class SandboxRuntime(Runtime):
             sandbox.kill()
             sandbox._stderr.close()
         self._finalizer()
+
+
+def server_args(shared_uid: bool) -> tuple[str, ...]:
+    """The env server's arguments: switching to each principal's uid, or sharing one uid."""
+    return tuple("--shared-uid" if a == "--switch-uid" and shared_uid else a for a in SERVER_ARGS)
 
 
 def _wait_gone(pids: list[int], deadline: float) -> None:
@@ -483,4 +517,4 @@ def _remove_dir(path: str) -> None:
         pass
 
 
-__all__ = ["SandboxOptions", "SandboxRuntime", "SandboxWorld", "etc_files", "root_plan"]
+__all__ = ["SandboxOptions", "SandboxRuntime", "SandboxWorld", "etc_files", "root_plan", "server_args"]
