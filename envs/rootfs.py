@@ -95,8 +95,8 @@ def trace_in_root(
     symlink's target) is ``EISDIR`` before it is even looked up.
     Raises ``OSError`` with ``ENOENT``, ``ENOTDIR``, ``ELOOP`` (or ``EISDIR``) where the kernel would, and
     ``EINVAL`` for a path containing a NUL byte. ``search``, if given, is called with the world path of
-    every directory a component is looked up in, before the lookup (where the kernel checks search
-    permission); it raises to refuse.
+    every directory a component is looked up in, before the lookup (where a process acting as the
+    principal would need search permission for its ``lstat``); it raises to refuse.
     """
     if not isinstance(path, str) or "\0" in path or "\0" in cwd:
         raise _oserror(errno.EINVAL, str(path))
@@ -109,11 +109,7 @@ def trace_in_root(
     followed = 0
     while pending:
         name = pending.pop()
-        if name == "":
-            continue
-        if search is not None:
-            search(walk.world())
-        if name == ".":
+        if name in ("", "."):
             continue
         if name == "..":
             if walk.stack:
@@ -124,6 +120,8 @@ def trace_in_root(
         last = not pending
         if create and not last and all(rest == "" for rest in pending):
             raise _oserror(errno.EISDIR, path)
+        if search is not None:
+            search(walk.world())
         try:
             st = os.lstat(walk.host(name))
         except FileNotFoundError:

@@ -47,8 +47,8 @@ from pyfakefs.fake_os import FakeOsModule
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
+from ..permissions import R, W, X, Checker, Owners
 from ..values import bounded
-from ..permissions import R, W, Checker, Owners
 from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
 
 DEFAULT_WORKSPACE = "/workspace"
@@ -452,7 +452,8 @@ class FilesReal(_Files):
         data = _content_param(content)
         with self._world_errors(res.path):
             if res.exists:
-                self._may(call, res, W)
+                if not os.path.isdir(self._host(res.path)):  # a directory is EISDIR before permissions
+                    self._may(call, res, W)
             else:
                 self._may_change_entry(call, res)
             host = self._host(res.path)
@@ -465,7 +466,8 @@ class FilesReal(_Files):
     def list_dir(self, call: Call, path: str = ".") -> list[str]:
         res = self._resolve(call, "path", path, follow_final=True)
         with self._world_errors(res.path):
-            self._may(call, res, R)
+            if os.path.isdir(self._host(res.path)):  # anything else is ENOTDIR before permissions
+                self._may(call, res, R)
             fd = os.open(self._host(res.path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
                 return sorted(os.listdir(fd))
@@ -484,8 +486,8 @@ class FilesReal(_Files):
                 self._may_change_entry(call, res)
                 (os.rmdir if stat.S_ISDIR(mode) else os.unlink)(host)
                 return {"deleted": 1}
-            count = _count_tree(host)
             checker = self._checker(call)
+            count = _count_tree(host, checker, res.path)
             if checker is None:
                 shutil.rmtree(host)  # fd-based on Linux: never follows a symlink out of the tree
             else:
@@ -540,6 +542,10 @@ class FilesReal(_Files):
         checker = self._checker(call)
         if checker is None:
             return
+        if inside(dst.path, src.path) or inside(src.path, dst.path):
+            return  # one inside the other: rename(2) fails (EINVAL, ENOTEMPTY) before checking permissions
+        if dst.exists and os.lstat(self._host(dst.path)) == os.lstat(self._host(src.path)):
+            return  # the same inode: rename(2) does nothing, and checks nothing
         self._may_change_entry(call, src)
         self._may_change_entry(call, dst)
         host = self._host(src.path)
@@ -682,12 +688,20 @@ def _empty_tree_checked(host_dir: str, world_dir: str, checker: Checker) -> None
             os.unlink(entry.path)
 
 
-def _count_tree(host_dir: str) -> int:
-    """Entries in a directory tree, itself included, by lstat only (never a stat through a host symlink)."""
+def _count_tree(host_dir: str, checker: Checker | None = None, world_dir: str = "") -> int:
+    """Entries in a directory tree, itself included, by lstat only (never a stat through a host symlink);
+    with a ``checker``, refused where the principal could not list a directory of it."""
     count = 1
+    if checker is not None:
+        checker.require(host_dir, R, world_dir)
     with os.scandir(host_dir) as entries:
         for entry in entries:
-            count += _count_tree(entry.path) if entry.is_dir(follow_symlinks=False) else 1
+            if entry.is_dir(follow_symlinks=False):
+                if checker is not None:
+                    checker.require(host_dir, X, f"{world_dir}/{entry.name}")
+                count += _count_tree(entry.path, checker, f"{world_dir}/{entry.name}")
+            else:
+                count += 1
     return count
 
 

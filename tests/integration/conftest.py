@@ -107,8 +107,25 @@ def _docker_session():
         _stop_dockerd()
 
 
+def expected_id_mapping() -> str | None:
+    """The sandbox's id mapping a run as an unprivileged account must get (``subordinate``, ``single-uid``):
+    set by the tests that rerun these modules as such an account, where a skip would hide a failure."""
+    return os.environ.get("LITMUS_EXPECT_ID_MAPPING") or None
+
+
 def open_runtime(name: str, **options) -> Runtime:
-    """Instantiate a runtime or skip (fail, for Docker under LITMUS_REQUIRE_DOCKER=1) with the reason."""
+    """Instantiate a runtime or skip (fail, for Docker under LITMUS_REQUIRE_DOCKER=1, and for the sandbox
+    when LITMUS_EXPECT_ID_MAPPING names its mode) with the reason."""
+    expected = expected_id_mapping() if name == "sandbox" else None
+    if expected is not None:
+        try:
+            runtime = get_runtime(name, **options)
+        except RuntimeUnavailable as exc:
+            pytest.fail(f"LITMUS_EXPECT_ID_MAPPING={expected} but the sandbox is unavailable: {exc}")
+        if runtime.id_mapping != expected:
+            runtime.close()
+            pytest.fail(f"LITMUS_EXPECT_ID_MAPPING={expected} but the sandbox maps ids as {runtime.id_mapping}")
+        return runtime
     must = name == "docker" and require_docker()
     if name == "docker" and name in runtime_names():
         ensure_dockerd()

@@ -1,7 +1,11 @@
 """The sandbox runtime on this machine, with each backend (bwrap where installed, and the launcher's own):
-a uid-mapped user namespace whose root is not host root, the kernel deciding per-principal access, a
-minimal root without the host's /etc, loopback-only networking, teardown of the whole process tree, the
-per-call backstop, and a one-line refusal where namespaces cannot be made."""
+a uid-mapped user namespace whose root is not host root, the kernel deciding per-principal access (or,
+where the principals share one uid, the files domain), a minimal root without the host's /etc,
+loopback-only networking, teardown of the whole process tree, the per-call backstop, and a one-line
+refusal where namespaces cannot be made.
+
+As root this runs the host-range mapping; ``tests/integration/test_rootless.py`` reruns it as ordinary
+accounts, with and without subordinate ids."""
 
 from __future__ import annotations
 
@@ -66,21 +70,37 @@ def test_registered_with_its_options():
         get_runtime("sandbox", colour="blue")
 
 
-def test_the_server_is_root_of_a_user_namespace_mapped_to_an_unprivileged_range(sandbox, world):
+def test_the_server_is_root_of_a_user_namespace_mapped_to_unprivileged_ids(sandbox, world):
     assert world.sandbox.info["uid"] == 0 and world.sandbox.info["isolated"] is True
+    host_root = sandbox.idmap.host_uid(0)
+    assert host_root is not None and host_root != 0
+    if os.geteuid() == 0:
+        assert sandbox.id_mapping == "host-range" and host_root == sandbox.options.uid_base
+    else:  # an ordinary user's sandbox: its root is the user, never anyone else
+        assert sandbox.id_mapping in ("subordinate", "single-uid") and host_root == os.geteuid()
     host = _host_status(_server_pid(world))
-    base = sandbox.options.uid_base
-    assert host["Uid"].split()[:3] == [str(base)] * 3  # inner root is host uid 100000, not host root
-    assert _sh(world, "cat /proc/self/uid_map")["stdout"].split() == ["0", str(base), "65536"]
-    assert _sh(world, "id -u; id -G")["stdout"].split() == ["10001", "10001"]
-    assert _sh(world, "id -u", principal="bob")["stdout"].split() == ["10002"]
+    assert host["Uid"].split()[:3] == [str(host_root)] * 3
+    uid_map = [line.split() for line in _sh(world, "cat /proc/self/uid_map")["stdout"].splitlines()]
+    assert uid_map == [[str(n) for n in line] for line in sandbox.idmap.uid_lines]
+    if sandbox.id_mapping == "single-uid":
+        assert world.sandbox.info["shared_uid"] is True
+        assert _sh(world, "id -u; grep CapEff /proc/self/status")["stdout"].split() == ["0", "CapEff:", "0" * 16]
+    else:
+        assert sum(count for _, _, count in sandbox.idmap.uid_lines) == 65536
+        assert _sh(world, "id -u; id -G")["stdout"].split() == ["10001", "10001"]
+        assert _sh(world, "id -u", principal="bob")["stdout"].split() == ["10002"]
+        assert sandbox.idmap.host_uid(10001) not in (None, 0, os.geteuid())
 
 
-def test_the_kernel_decides_per_principal_access(world):
+def test_per_principal_access_is_decided(sandbox, world):
     request = {"tool": "read_file", "params": {"path": "/home/bob/secret"}}
     denied = world.call({**request, "principal": "alice"})
     assert (denied["status"], denied["error_code"]) == ("error", "EACCES")
     assert world.call({**request, "principal": "bob"})["output"] == "bob's key\n"
+    if sandbox.id_mapping == "single-uid":
+        assert sandbox.notice and "\n" not in sandbox.notice and "uidmap" in sandbox.notice
+        return  # commands share the one uid: the notice says so
+    assert sandbox.notice is None
     assert "Permission denied" in _sh(world, "cat ../home/bob/secret")["stderr"]
     assert _sh(world, "cat ../home/bob/secret", principal="bob")["stdout"] == "bob's key\n"
 
@@ -203,12 +223,18 @@ def test_a_bad_spec_leaves_no_sandbox_behind(sandbox):
     assert {id(host) for host in sandbox.pool.hosts()} == spare  # only the warm sandbox for the next world is left
 
 
-def test_unavailable_without_root_naming_the_alternatives(monkeypatch):
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+@pytest.mark.parametrize("setting, value", [("user.max_user_namespaces", "0"),
+                                            ("kernel.unprivileged_userns_clone", "0"),
+                                            ("kernel.apparmor_restrict_unprivileged_userns", "1")])
+def test_unavailable_where_user_namespaces_are_disabled_naming_the_setting(monkeypatch, setting, value):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # two of the settings concern ordinary users only
+    files = {"/proc/sys/" + setting.replace(".", "/"): value}
+    monkeypatch.setattr(sandbox_module._idmap, "_read", lambda path: files.get(path))
     with pytest.raises(RuntimeUnavailable) as raised:
         get_runtime("sandbox")
     message = str(raised.value)
-    assert "\n" not in message and "--runtime docker" in message and "--runtime inprocess" in message
+    assert "\n" not in message and f"{setting} = {value}" in message
+    assert "--runtime docker" in message and "--runtime inprocess" in message
 
 
 def test_unavailable_without_bwrap_when_bwrap_is_asked_for(monkeypatch):

@@ -1,0 +1,113 @@
+"""The embedded default as an ordinary user: the sandbox tests, the hostile pack and the README's main job,
+rerun as unprivileged accounts made for this session — one with a subordinate id range (the full mode,
+ids mapped through newuidmap/newgidmap) and one without (every principal on the account's one uid).
+
+The accounts are made with ``useradd`` and removed afterwards; they get search permission (an ACL entry,
+also removed) on every directory above the checkout and the Python installation that others cannot
+search. The rerun sets ``LITMUS_EXPECT_ID_MAPPING``, so a sandbox that cannot run as the account, or runs
+in another mode, fails instead of skipping. Needs root (CI runs as root), ``useradd``, ``runuser``,
+``setfacl`` and, for the full mode, ``newuidmap``; skips with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RERUN = ["tests/integration/test_sandbox_runtime.py", "tests/integration/test_hostile.py",
+         "tests/integration/test_readme_main_job.py"]
+TOOLS = ("useradd", "userdel", "usermod", "runuser", "setfacl")
+# Far above the ranges useradd hands out (from 100000, 65536 per account) and the root sandbox's own.
+SUBORDINATE_BASE = 1_000_000_000
+
+
+def _run(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True, text=True)
+
+
+def _needed_dirs() -> list[Path]:
+    """Every directory the account must search to run this interpreter and import this checkout."""
+    tops = {Path(os.path.realpath(sys.executable)).parent, Path(sys.prefix), Path(sys.base_prefix), ROOT}
+    dirs: set[Path] = set()
+    for top in tops:
+        dirs.update(Path(os.path.realpath(top)).parents)
+    return sorted(dirs)
+
+
+class Account:
+    """An unprivileged account for this session, and the commands it runs."""
+
+    def __init__(self, name: str, subordinate: int | None):
+        self.name = name
+        self.subordinate = subordinate
+        self.home = Path(tempfile.mkdtemp(prefix=f"litmus-{name}-"))
+
+    def create(self) -> None:
+        _run("useradd", "--system", "--no-create-home", "--user-group", "--shell", "/bin/sh",
+             "--home-dir", str(self.home), self.name)
+        if self.subordinate is not None:
+            end = self.subordinate + 65535
+            _run("usermod", "--add-subuids", f"{self.subordinate}-{end}", "--add-subgids", f"{self.subordinate}-{end}",
+                 self.name)
+        shutil.chown(self.home, self.name, self.name)
+
+    def remove(self) -> None:
+        if self.subordinate is not None:
+            end = self.subordinate + 65535
+            subprocess.run(["usermod", "--del-subuids", f"{self.subordinate}-{end}", "--del-subgids",
+                            f"{self.subordinate}-{end}", self.name], capture_output=True)
+        subprocess.run(["userdel", self.name], capture_output=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def pytest(self, expect: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "TMPDIR": str(self.home),
+               "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "LITMUS_EXPECT_ID_MAPPING": expect}
+        argv = ["runuser", "-u", self.name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--rootdir", str(ROOT), *args]
+        return subprocess.run(argv, cwd=self.home, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.fixture(scope="session")
+def accounts():
+    if os.geteuid() != 0:
+        pytest.skip("making unprivileged accounts needs root (CI runs as root)")
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (apt-get install passwd util-linux acl)")
+    tag = os.getpid() % 10000
+    made = {"subordinate": Account(f"litmus-sub{tag}", SUBORDINATE_BASE + tag * 65536),
+            "single-uid": Account(f"litmus-one{tag}", None)}
+    granted: list[tuple[Path, str]] = []
+    try:
+        for account in made.values():
+            account.create()
+            for directory in _needed_dirs():
+                if not os.stat(directory).st_mode & stat.S_IXOTH:
+                    _run("setfacl", "-m", f"u:{account.name}:x", str(directory))
+                    granted.append((directory, account.name))
+        yield made
+    finally:
+        for directory, name in granted:
+            subprocess.run(["setfacl", "-x", f"u:{name}", str(directory)], capture_output=True)
+        for account in made.values():
+            account.remove()
+
+
+@pytest.mark.parametrize("mode", ["subordinate", "single-uid"])
+def test_the_sandbox_the_hostile_pack_and_the_main_job_hold_as_an_ordinary_user(accounts, mode):
+    if mode == "subordinate" and not (shutil.which("newuidmap") and shutil.which("newgidmap")):
+        pytest.skip("newuidmap/newgidmap not installed (apt-get install uidmap)")
+    account = accounts[mode]
+    proc = account.pytest(mode, "-k", "not docker", *(str(ROOT / path) for path in RERUN))
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, tail
+    assert " passed" in proc.stdout and " failed" not in proc.stdout, tail
+    assert "SKIPPED" not in proc.stdout, tail  # every rerun test ran as the account
