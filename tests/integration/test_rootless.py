@@ -4,9 +4,11 @@ ids mapped through newuidmap/newgidmap) and one without (every principal on the 
 
 The accounts are made with ``useradd`` and removed afterwards; they get search permission (an ACL entry,
 also removed) on every directory above the checkout and the Python installation that others cannot
-search. The rerun sets ``LITMUS_EXPECT_ID_MAPPING``, so a sandbox that cannot run as the account, or runs
-in another mode, fails instead of skipping. Needs root (CI runs as root), ``useradd``, ``runuser``,
-``setfacl`` and, for the full mode, ``newuidmap``; skips with the reason otherwise.
+search. Each rerun gets a private ``/tmp`` (a mount namespace of its own), so the hostile pack's host
+sentinel directory there is its own even while another test run uses the host's. The rerun sets
+``LITMUS_EXPECT_ID_MAPPING``, so a sandbox that cannot run as the account, or runs in another mode, fails
+instead of skipping. Needs root (CI runs as root), ``useradd``, ``runuser``, ``setfacl``, ``unshare`` and,
+for the full mode, ``newuidmap``; skips with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RERUN = ["tests/integration/test_sandbox_runtime.py", "tests/integration/test_hostile.py",
          "tests/integration/test_readme_main_job.py"]
-TOOLS = ("useradd", "userdel", "usermod", "runuser", "setfacl")
+TOOLS = ("useradd", "userdel", "usermod", "runuser", "setfacl", "unshare")
 # Far above the ranges useradd hands out (from 100000, 65536 per account) and the root sandbox's own.
 SUBORDINATE_BASE = 1_000_000_000
 
@@ -48,16 +50,19 @@ class Account:
     def __init__(self, name: str, subordinate: int | None):
         self.name = name
         self.subordinate = subordinate
-        self.home = Path(tempfile.mkdtemp(prefix=f"litmus-{name}-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"litmus-{name}-"))  # the rerun's /tmp
+        self.home = "/tmp/home"  # inside the rerun's /tmp
 
     def create(self) -> None:
         _run("useradd", "--system", "--no-create-home", "--user-group", "--shell", "/bin/sh",
-             "--home-dir", str(self.home), self.name)
+             "--home-dir", self.home, self.name)
         if self.subordinate is not None:
             end = self.subordinate + 65535
             _run("usermod", "--add-subuids", f"{self.subordinate}-{end}", "--add-subgids", f"{self.subordinate}-{end}",
                  self.name)
-        shutil.chown(self.home, self.name, self.name)
+        os.chmod(self.tmp, 0o1777)
+        (self.tmp / "home").mkdir(mode=0o700)
+        shutil.chown(self.tmp / "home", self.name, self.name)
 
     def remove(self) -> None:
         if self.subordinate is not None:
@@ -65,14 +70,18 @@ class Account:
             subprocess.run(["usermod", "--del-subuids", f"{self.subordinate}-{end}", "--del-subgids",
                             f"{self.subordinate}-{end}", self.name], capture_output=True)
         subprocess.run(["userdel", self.name], capture_output=True)
-        shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def pytest(self, expect: str, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "TMPDIR": str(self.home),
+        """Run pytest as the account, in a mount namespace whose /tmp is the account's own directory."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home, "TMPDIR": "/tmp",
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "LITMUS_EXPECT_ID_MAPPING": expect}
-        argv = ["runuser", "-u", self.name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
-                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--rootdir", str(ROOT), *args]
-        return subprocess.run(argv, cwd=self.home, capture_output=True, text=True, timeout=1800)
+        as_account = ["runuser", "-u", self.name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                      sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--rootdir", str(ROOT),
+                      *args]
+        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                'mount --bind "$0" /tmp && cd /tmp/home && exec "$@"', str(self.tmp), *as_account]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=1800)
 
 
 @pytest.fixture(scope="session")
