@@ -9,7 +9,8 @@
 * round trip: ``World.call`` through the env server protocol over the sandbox's pipes, median of
   ``--calls``, beside the same call on an in-process world. ``run_command`` includes fork, the uid
   switch, bash's start and the kill-and-reap of what the command left (nothing, here).
-Needs root (the runtime maps a range of uids into a user namespace).
+Run as root it measures root's id mapping; as an ordinary user, that user's (``sandbox_rootless.py`` puts
+them side by side).
 """
 
 from __future__ import annotations
