@@ -48,8 +48,8 @@ from pyfakefs.fake_os import FakeOsModule
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
 from ..permissions import R, W, X, Checker, Owners
-from ..values import bounded
 from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
+from ..values import bounded
 
 DEFAULT_WORKSPACE = "/workspace"
 FILE_MODE = 0o644
