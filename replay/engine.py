@@ -46,6 +46,20 @@ class CallReplay:
     recorded_match: bool | None
     harness_error: str | None = None
     bound_to: str | None = None  # the domain tool a binding mapped the recorded tool onto
+    # The CEL variables the proposal was judged with (history and state included), for detectors that ask
+    # what the policy would have said of a variant of the call; not part of the report.
+    # ``history`` there is the world's growing list: only its first ``proposal_history_len`` entries had
+    # happened when the call was judged.
+    proposal_variables: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    proposal_history_len: int = field(default=0, repr=False, compare=False)
+
+    def judged_variables(self) -> dict[str, Any] | None:
+        """A copy of the variables the proposal was judged with, history as it stood then."""
+        if self.proposal_variables is None:
+            return None
+        variables = dict(self.proposal_variables)
+        variables["history"] = list(variables.get("history") or [])[: self.proposal_history_len]
+        return variables
 
     @property
     def unknown_tool(self) -> bool:
@@ -185,6 +199,7 @@ class Replayer:
             except EnvError as exc:
                 real = None
                 harness_error = "; ".join(filter(None, (harness_error, f"{type(exc).__name__}: {exc}")))
+            judged_history = len(stub_history)
             proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding, stub_state)
             proposal_judgement = self.policy.judge(proposal_vars)
             proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
@@ -214,6 +229,8 @@ class Replayer:
                     recorded_match=recorded_match(call.result, stub),
                     harness_error=harness_error,
                     bound_to=binding.to if binding else None,
+                    proposal_variables=proposal_vars,
+                    proposal_history_len=judged_history,
                 )
             )
         return replays

@@ -28,11 +28,13 @@ def policy_arguments(result: TrajectoryReplay) -> set[str] | None:
 
 
 def _verdict_with(result: TrajectoryReplay, call: CallReplay, argument: str, value: object) -> str:
-    """The proposal-time verdict had the argument been just ``value``."""
+    """The proposal-time verdict had the argument been just ``value``, in the same context otherwise
+    (the history and state the proposal was judged with)."""
     assert result.policy is not None
-    arguments = {**call.call.arguments, argument: value}
-    variables = context_variables(call.call, call.stub, result.trajectory.principal, [], world_facts(result.world))
-    variables["params"] = arguments
+    variables = call.judged_variables()
+    if variables is None:
+        variables = context_variables(call.call, call.stub, result.trajectory.principal, [], world_facts(result.world))
+    variables["params"] = {**variables["params"], argument: value}
     variables["resolved"] = {**variables["resolved"], argument: value}
     return result.policy.judge(variables).verdict
 

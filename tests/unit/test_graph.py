@@ -159,3 +159,26 @@ def test_a_short_value_under_an_unrelated_key_is_not_followed():
     ])
     graph = build_graph(result)
     assert not [d for _, _, d in edges_of_kind(graph, "data") if d["argument"] == "id"]
+
+
+def test_assembly_rejudges_a_call_in_the_context_it_was_judged_in():
+    """Re-judging a call with one of its own argument values unchanged gives its own verdict, even for rules
+    that read history and state (the context is the proposal's, not an empty one)."""
+    from pathlib import Path
+
+    from litmus_replay.replay.detectors.assembly import _verdict_with
+    from litmus_replay.replay.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "core" / "limit-raise-lands-on-desk-profile.yaml"
+    scenario = load_scenario(path)
+    assert scenario.policy.uses_history and scenario.policy.uses_state
+    for trajectory in scenario.trajectories:
+        replay = Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name)
+        checked = 0
+        for call in replay.calls:
+            for argument, value in call.call.arguments.items():
+                if call.proposal.resolved_params.get(argument) != value:
+                    continue  # the detector sets the argument as proposed and as resolved alike
+                assert _verdict_with(replay, call, argument, value) == call.proposal_judgement.verdict
+                checked += 1
+        assert checked
