@@ -38,9 +38,10 @@ from .analysis import analyse
 from .engine import Replayer
 from .errors import InputError, UnknownName
 from .model import Trajectory
-from .report.atomic import write_atomic
+from .report.atomic import open_atomic, write_atomic
 from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
 from .report.html import PageNav, trajectory_html, with_nav
+from .spool import Spool
 from .worlds import NoWorld, WorldCatalog
 
 RESULTS = "results.jsonl"
@@ -54,19 +55,47 @@ NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a re
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@dataclass(frozen=True)
 class Run:
-    """One trajectory to re-validate, with a stable id and its place in discovery order."""
+    """One trajectory to re-validate, with a stable id and its place in discovery order.
 
-    run_id: str
-    order: int
-    file: str
-    trajectory: Trajectory
+    A discovered run keeps its trajectory on disk (a :class:`~.spool.Spool`) and reads it only when it is
+    needed: in the worker that replays it. The batch itself holds only ids, however many runs it has.
+    """
+
+    __slots__ = ("run_id", "order", "file", "trajectory_id", "_trajectory", "_stored")
+
+    def __init__(self, run_id: str, order: int, file: str, trajectory: Trajectory | None = None, *,
+                 stored: tuple[Spool, int, int] | None = None, trajectory_id: str | None = None):
+        if trajectory is None and stored is None:
+            raise TypeError("a run needs its trajectory or where it is stored")
+        self.run_id, self.order, self.file = run_id, order, file
+        self.trajectory_id = trajectory.id if trajectory is not None else trajectory_id
+        self._trajectory = trajectory
+        self._stored = stored
+
+    @property
+    def trajectory(self) -> Trajectory:
+        if self._trajectory is not None:
+            return self._trajectory
+        return Trajectory.model_validate_json(self._json())  # not kept: the batch holds no trajectory
+
+    def loaded(self) -> "Run":
+        """This run with its trajectory in memory (to replay it)."""
+        return self if self._trajectory is not None else Run(self.run_id, self.order, self.file, self.trajectory)
+
+    def _json(self) -> str:
+        if self._trajectory is not None:
+            return self._trajectory.model_dump_json()
+        spool, offset, length = self._stored
+        return spool.get(offset, length)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Runs travel to worker processes as JSON, which pydantic reads back several times faster than
         # it unpickles a model.
-        return _run_from_json, (self.run_id, self.order, self.file, self.trajectory.model_dump_json())
+        return _run_from_json, (self.run_id, self.order, self.file, self._json())
+
+    def __repr__(self) -> str:
+        return f"Run({self.run_id!r}, order={self.order}, file={self.file!r})"
 
 
 def _run_from_json(run_id: str, order: int, file: str, trajectory: str) -> Run:
@@ -93,6 +122,7 @@ class Unreadable:
 @dataclass
 class Discovery:
     runs: list[Run] = field(default_factory=list)
+    spool: Spool = field(default_factory=Spool)  # the runs' trajectories, on disk
     unreadable: list[Unreadable] = field(default_factory=list)
     order: list[str] = field(default_factory=list)  # every run id, unreadable files included, as found
 
@@ -120,7 +150,7 @@ def _run_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, Path]]:
 def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     """Every run in the given files and directories; a file that cannot be read is an :class:`Unreadable`."""
     found = Discovery()
-    loaded: list[tuple[str, str, int, Trajectory] | Unreadable] = []
+    loaded: list[tuple[str, str, int, str, tuple[Spool, int, int]] | Unreadable] = []
     # Runs an index file read from other files (tau2's results.json names simulations/*.json): those
     # files, met later, give the same runs again, which are not counted twice.
     read_elsewhere: set[tuple[Path, str]] = set()
@@ -142,22 +172,24 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
             source = Path(trajectory.source.path).resolve() if trajectory.source.path else here
             if source != here:
                 read_elsewhere.add((source, trajectory.id))
-            loaded.append((str(item), where, index, trajectory))
+            loaded.append((str(item), where, index, trajectory.id,
+                           (found.spool, *found.spool.put(trajectory.model_dump_json()))))
+        del trajectories  # the next file's runs replace these: one file's runs in memory at a time
     # A run is known by its trajectory id where that is unique in the batch, else by where it sits under
     # the input it was found in (two pipelines both named ``local``: ``local/…@modelA/local/….json``). The
     # id then does not depend on which other files were read, so a resumed batch finds it again.
-    counts = Counter(entry[3].id for entry in loaded if not isinstance(entry, Unreadable))
-    per_file = Counter((entry[0], entry[3].id) for entry in loaded if not isinstance(entry, Unreadable))
+    counts = Counter(entry[3] for entry in loaded if not isinstance(entry, Unreadable))
+    per_file = Counter((entry[0], entry[3]) for entry in loaded if not isinstance(entry, Unreadable))
     for entry in loaded:
         if isinstance(entry, Unreadable):
             found.unreadable.append(entry)
             found.order.append(entry.run_id)
             continue
-        file, where, index, trajectory = entry
-        run_id = trajectory.id
+        file, where, index, trajectory_id, stored = entry
+        run_id = trajectory_id
         if counts[run_id] > 1:
-            run_id = f"{run_id}@{where}" + (f"#{index}" if per_file[(file, trajectory.id)] > 1 else "")
-        found.runs.append(Run(run_id, len(found.runs), file, trajectory))
+            run_id = f"{run_id}@{where}" + (f"#{index}" if per_file[(file, trajectory_id)] > 1 else "")
+        found.runs.append(Run(run_id, len(found.runs), file, stored=stored, trajectory_id=trajectory_id))
         found.order.append(run_id)
     return found
 
@@ -209,7 +241,7 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
     """
     state = _worker_state(worlds_dir, runtime)
     pages = None if out_dir is None or reports == "none" else (out_dir, reports)
-    return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
+    return [_replay_one(run.loaded(), state["worlds"], state["runtime"], pages) for run in runs]
 
 
 def wants_page(reports: str, finding: str | None) -> bool:
@@ -289,22 +321,8 @@ def _safe_name(run_id: str) -> str:
 
 def read_results(path: Path) -> dict[str, dict[str, Any]]:
     """The complete lines of an existing results file, by run id; a torn last line is cut off the file."""
-    if not path.exists():
-        return {}
-    data = path.read_bytes()
-    complete = data[: data.rfind(b"\n") + 1]
-    if len(complete) != len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(len(complete))
-    done: dict[str, dict[str, Any]] = {}
-    for raw in complete.splitlines():
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(line, dict) and all(isinstance(line.get(key), str) for key in ("run", "file", "status")):
-            done[line["run"]] = line
-    return done
+    _cut_torn_line(path)
+    return {line["run"]: line for line in iter_results(path)}
 
 
 def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> bool:
@@ -314,7 +332,7 @@ def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> 
     return (
         line is not None
         and line["file"] == run.file
-        and line.get("trajectory") == run.trajectory.id
+        and line.get("trajectory") == run.trajectory_id
         and line["status"] in ("ok", NO_TOOL_CALLS)
         and not line.get("harness_errors")
         and (not wants_page(reports, line.get("finding"))
@@ -323,28 +341,98 @@ def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> 
 
 
 class ResultsFile:
-    """Appends one line per finished run; each line goes down in a single write, then is synced."""
+    """Appends one line per finished run; each line goes down in a single write, then is synced.
+
+    What the batch keeps of each line is only where it lies (``index``: run id -> offset, length; a later
+    line of a run replaces an earlier one): the lines themselves stay on disk, however many runs there are.
+    """
 
     def __init__(self, path: Path):
         self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.index: dict[str, tuple[int, int]] = {}
+        _cut_torn_line(path)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.end = os.fstat(self.fd).st_size
+        for offset, raw in _complete_lines(path):
+            line = _parse_line(raw)
+            if line is not None:
+                self.index[line["run"]] = (offset, len(raw))
 
     def append(self, line: dict[str, Any]) -> None:
-        os.write(self.fd, (json.dumps(line, sort_keys=True) + "\n").encode("utf-8"))
+        data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
+        os.write(self.fd, data)
         os.fsync(self.fd)
+        self.index[line["run"]] = (self.end, len(data))
+        self.end += len(data)
+
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        """The latest line of a run, read back from the file."""
+        where = self.index.get(run_id)
+        return None if where is None else _parse_line(os.pread(self.fd, where[1], where[0]))
 
     def close(self) -> None:
         os.close(self.fd)
 
 
-def finish_results(path: Path, lines: dict[str, dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
+def _cut_torn_line(path: Path) -> None:
+    """Cut a torn last line (a killed process's) off the file."""
+    if not path.exists():
+        return
+    with path.open("r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        keep = size
+        while keep > 0:
+            step = min(65536, keep)
+            handle.seek(keep - step)
+            newline = handle.read(step).rfind(b"\n")
+            if newline >= 0:
+                keep = keep - step + newline + 1
+                break
+            keep -= step
+        if keep != size:
+            handle.truncate(keep)
+
+
+def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes with the newline) of every line of a file, read as a stream."""
+    if not path.exists():
+        return
+    offset = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            yield offset, raw
+            offset += len(raw)
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(line, dict) and all(isinstance(line.get(key), str) for key in ("run", "file", "status")):
+        return line
+    return None
+
+
+def finish_results(path: Path, results: ResultsFile, order: Iterable[str]) -> None:
     """Rewrite the results in discovery order, atomically: the same batch always ends with the same file.
 
     Only this batch's runs are kept: lines of runs no longer among the inputs would skew the summary.
+    The lines are copied from the file as they are, one at a time.
     """
-    ordered = [lines[run_id] for run_id in order if run_id in lines]
-    write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in ordered))
-    return ordered
+    with open_atomic(path, binary=True) as handle:
+        for run_id in order:
+            where = results.index.get(run_id)
+            if where is not None:
+                handle.write(os.pread(results.fd, where[1], where[0]))
+
+
+def iter_results(path: Path) -> Iterator[dict[str, Any]]:
+    """The lines of a results file, in its order, read as a stream."""
+    for _, raw in _complete_lines(path):
+        line = _parse_line(raw)
+        if line is not None:
+            yield line
 
 
 # --- pages: linked to their neighbours once the order is known, or made later ---------------------
@@ -361,20 +449,22 @@ def _nav(previous: dict[str, Any] | None, following: dict[str, Any] | None) -> P
     return PageNav(_UNLINKED.index, target(previous), target(following))
 
 
-def page_navs(lines: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], PageNav]]:
-    """Each line with the navigation its page carries: the flagged runs before and after it, in order."""
-    flagged = [position for position, line in enumerate(lines) if _flagged(line)]
-    at = 0  # flagged[:at] lie before the current position
-    for position, line in enumerate(lines):
-        while at < len(flagged) and flagged[at] < position:
+def page_navs(lines: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[tuple[dict[str, Any], PageNav]]:
+    """Each line with the navigation its page carries: the flagged runs before and after it, in order.
+
+    ``lines`` gives the lines afresh on each call: they are read twice, and only the flagged ones kept."""
+    flagged = [line for line in lines() if _flagged(line)]
+    at = 0  # flagged[:at] come before the current line
+    for line in lines():
+        here = at < len(flagged) and _flagged(line) and flagged[at]["run"] == line["run"]
+        previous = flagged[at - 1] if at > 0 else None
+        after = at + 1 if here else at
+        yield line, _nav(previous, flagged[after] if after < len(flagged) else None)
+        if here:
             at += 1
-        after = at + 1 if at < len(flagged) and flagged[at] == position else at
-        previous = lines[flagged[at - 1]] if at > 0 else None
-        following = lines[flagged[after]] if after < len(flagged) else None
-        yield line, _nav(previous, following)
 
 
-def link_pages(out: Path, lines: list[dict[str, Any]]) -> None:
+def link_pages(out: Path, lines: Callable[[], Iterable[dict[str, Any]]]) -> None:
     """Set every written page's links to its neighbouring flagged runs (rewriting only pages that change)."""
     for line, nav in page_navs(lines):
         if not isinstance(line.get("report"), str):
@@ -389,10 +479,6 @@ def link_pages(out: Path, lines: list[dict[str, Any]]) -> None:
             write_atomic(path, linked)
 
 
-def _read_lines_in_order(path: Path) -> list[dict[str, Any]]:
-    return list(read_results(path).values()) if path.exists() else []
-
-
 def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | None = None,
                    runtime: str | None = None) -> Path:
     """Make one run's page from the batch's ``results.jsonl``, as the batch writes it (byte for byte):
@@ -405,8 +491,7 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
     if not results.is_file():
         raise InputError(str(results), None, "no results here: run `litmus-replay revalidate --out` first")
     recorded = _read_batch_record(out)
-    lines = _read_lines_in_order(results)
-    found = next((item for item in page_navs(lines) if item[0]["run"] == run_id), None)
+    found = next((item for item in page_navs(lambda: iter_results(results)) if item[0]["run"] == run_id), None)
     if found is None:
         raise InputError(str(results), "run", f"no run {run_id!r} in this batch")
     line, nav = found
@@ -463,29 +548,34 @@ def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ``input_error`` lists every input that could not be replayed as given: a file no adapter could read
     (its run id is its path) and a run that calls tools its world does not know; each reason is in its
     line of ``results.jsonl``."""
-    lines = list(lines)
     table: dict[str, dict[str, int]] = {}
-    for line in lines:
+    named: dict[str, list[str]] = {key: [] for key in ("over_penalised", "under_penalised", "missing_world",
+                                                         "harness_error", "input_error", "no_tool_calls")}
+    unknown: Counter[str] = Counter()
+    runs = 0
+    for line in lines:  # read once, as a stream: only the runs named below are kept
+        runs += 1
         column = line.get("revalidated") or line["status"]
         row = table.setdefault(line.get("original") or "none", {})
         row[column] = row.get(column, 0) + 1
-    by = lambda key, value: sorted(line["run"] for line in lines if line.get(key) == value)  # noqa: E731
-    unknown: Counter[str] = Counter()
-    for line in lines:
+        if line.get("finding") in ("over_penalised", "under_penalised"):
+            named[line["finding"]].append(line["run"])
+        if line["status"] in ("missing_world", "input_error", NO_TOOL_CALLS):
+            named[line["status"]].append(line["run"])
+        if line["status"] == "harness_error" or line.get("harness_errors"):
+            named["harness_error"].append(line["run"])
         unknown.update(line.get("unknown_tools") or {})
     return {
         "summary": "litmus-replay.revalidate",
         "version": SUMMARY_VERSION,
-        "runs": len(lines),
+        "runs": runs,
         "table": {row: dict(sorted(cols.items())) for row, cols in sorted(table.items())},
-        "over_penalised": by("finding", "over_penalised"),
-        "under_penalised": by("finding", "under_penalised"),
-        "missing_world": by("status", "missing_world"),
-        "harness_error": sorted(
-            line["run"] for line in lines if line["status"] == "harness_error" or line.get("harness_errors")
-        ),
-        "input_error": by("status", "input_error"),
-        "no_tool_calls": by("status", NO_TOOL_CALLS),
+        "over_penalised": sorted(named["over_penalised"]),
+        "under_penalised": sorted(named["under_penalised"]),
+        "missing_world": sorted(named["missing_world"]),
+        "harness_error": sorted(named["harness_error"]),
+        "input_error": sorted(named["input_error"]),
+        "no_tool_calls": sorted(named["no_tool_calls"]),
         # the tools no domain or binding knows, most frequent first: the bindings worth writing
         "unknown_tools": dict(sorted(unknown.items(), key=lambda item: (-item[1], item[0]))),
     }
@@ -659,17 +749,15 @@ def run_batch(
     try:
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
-        lines = read_results(results_path)
         writer = ResultsFile(results_path)
         write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
     except OSError as exc:
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
-    todo = [run for run in found.runs if not _settled(lines.get(run.run_id), run, out, reports)]
+    todo = [run for run in found.runs if not _settled(writer.get(run.run_id), run, out, reports)]
     progress.start(len(found.order), len(found.runs) - len(todo))
 
     def on_line(line: dict[str, Any]) -> None:
         writer.append(line)
-        lines[line["run"]] = line
         progress.advance(line)
 
     for unreadable in found.unreadable:
@@ -683,15 +771,17 @@ def run_batch(
             execute_dask(todo, scheduler, work, on_line, chunk)
         else:
             execute_local(todo, jobs, work, on_line, chunk)
+        finish_results(results_path, writer, found.order)
     finally:
         writer.close()
+        found.spool.close()
         if jobs <= 1 and executor != "dask":
             close_worker()
-    ordered = finish_results(results_path, lines, found.order)
+    ordered = partial(iter_results, results_path)  # the finished results, read afresh for each use
     link_pages(out, ordered)
-    summary = summarise(ordered)
+    summary = summarise(ordered())
     write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
-    write_batch_index(out / "index.html", ordered, summary)
+    write_batch_index(out / "index.html", ordered(), summary)
     return summary
 
 

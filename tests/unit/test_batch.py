@@ -215,3 +215,16 @@ def test_missing_worlds_and_harness_errors_are_tried_again_on_resume(tmp_path, m
     (worlds / "benign-run.yaml").write_text(kept)
     summary = batch.run_batch([runs], worlds, out, runtime="inprocess", reports=False)
     assert summary["missing_world"] == [] and summary["runs"] == PACK_RUNS
+
+
+def test_discovered_runs_keep_their_trajectories_on_disk_and_lose_nothing(tmp_path):
+    import pickle
+
+    from litmus_replay.adapters import load_trajectories
+
+    worlds, runs, _ = _make_batch(tmp_path)
+    found = batch.discover([runs])
+    read = load_trajectories(runs / "runs.jsonl")
+    assert [run.trajectory for run in found.runs] == read
+    assert [pickle.loads(pickle.dumps(run)).trajectory for run in found.runs] == read, "as a worker gets them"
+    assert [run.trajectory_id for run in found.runs] == [trajectory.id for trajectory in read]
