@@ -4,7 +4,8 @@ leaving nothing behind.
 Only the shell domain's real semantics use this, and only in an isolated world (a sandbox or a container),
 where the env server runs as root of its namespace: the child takes the principal's uid fully
 (``setresuid``, no supplementary groups) before it execs, so the kernel decides what the command may touch.
-When the command ends, times out or floods its output, everything still running as that uid is killed
+Where every principal shares the server's one uid (a sandbox without subordinate ids), the child keeps that
+uid and execs without any capability (``no_capabilities``: securebits and no ambient set). When the command ends, times out or floods its output, everything still running as that uid is killed
 (a helper process that becomes the principal and ``kill(-1, SIGKILL)``s until nothing answers), and the
 server — a child subreaper — reaps every descendant before it answers, so no background process or fork
 bomb outlives the call.

@@ -13,7 +13,9 @@ size-limited tmpfs at ``/world`` where the server lays the world out; ``/proc`` 
 a minimal ``/dev``. The network namespace holds only loopback. Every process in it runs with no-new-privs,
 under rlimits (address space, processes, CPU, file size, no core dumps), and the server keeps only the
 capabilities it needs (chown, dac_override, fowner, kill, setuid, setgid) inside its namespace, so each call
-runs under the principal's uid and the kernel decides file access.
+runs under the principal's uid and the kernel decides file access. Where the principals share one uid
+(``single-uid``), it keeps dac_override, fowner and setpcap (to exec commands without capabilities), and the
+files domain decides access itself.
 
 ``_launcher.py`` does the privileged part (see its docstring); the namespaces and the root are made by
 bubblewrap where ``bwrap`` is installed (Debian: ``apt-get install bubblewrap``), else by the launcher
