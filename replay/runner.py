@@ -57,5 +57,12 @@ def iter_scenario_runs(paths: Iterable[str | Path], real_runtime: Runtime, batch
                         f"{file}: trajectory {trajectory.id!r}: could not be replayed: {type(exc).__name__}: {exc}"
                     )
                     continue
+                # a call a world could not answer (a domain's bug, a lost server) is said once, in one line;
+                # the call is unscoreable and the rest of the trajectory has replayed
+                batch.errors.extend(
+                    f"{file}: trajectory {trajectory.id!r}: {call.key} {call.call.tool}: {call.harness_error}"
+                    for call in run.replay.calls
+                    if call.harness_error
+                )
                 batch.runs.append(run)
                 yield run
