@@ -14,7 +14,8 @@ name                   default      what it bounds
 ``cel_length``         4096         characters of one CEL condition, checked before compiling
 ``cel_nesting``        32           depth of brackets in one CEL condition, checked before compiling
 ``cel_cost``           1000000      steps one condition may take over one call: the product of the
-                                    longest list or map it can see, once per level of nested macros
+                                    longest list or map in the variables it reads, once per level
+                                    of nested macros
 =====================  ===========  ============================================================
 """
 
