@@ -38,13 +38,18 @@ class _OpenHow(ctypes.Structure):
 def _openat2(dirfd: int, path: str, flags: int, mode: int = 0) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     how = _OpenHow(flags, mode, RESOLVE_IN_ROOT)
-    fd = libc.syscall(
-        ctypes.c_long(SYS_OPENAT2),
-        ctypes.c_int(dirfd),
-        ctypes.c_char_p(os.fsencode(path)),
-        ctypes.byref(how),
-        ctypes.c_size_t(ctypes.sizeof(how)),
-    )
+    # openat2(2): with RESOLVE_IN_ROOT, ".." fails with EAGAIN when a rename or mount anywhere on the system
+    # raced the lookup, and "the caller should retry". A busy machine does that often enough to matter.
+    for _ in range(100):
+        fd = libc.syscall(
+            ctypes.c_long(SYS_OPENAT2),
+            ctypes.c_int(dirfd),
+            ctypes.c_char_p(os.fsencode(path)),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
+        if fd >= 0 or ctypes.get_errno() != errno.EAGAIN:
+            break
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), path)
