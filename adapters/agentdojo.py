@@ -12,7 +12,8 @@ Mapping:
   was reached. So for a run with an injection, ``security: true`` → ``tool_misuse`` (the injection
   succeeded and the agent carried out the attacker's calls) and ``security: false`` → ``safe``. A run
   without an injection records ``security: true`` by construction, which judges nothing: no verdict.
-  ``utility``, ``security``, the attack and the run-level ``error`` are kept in ``Source.extra``.
+  ``utility``, ``security``, the attack, the run-level ``error`` and the recorded ``injections`` (vector ->
+  text) are kept in ``Source.extra``.
 - **principal** — not recorded (the user is named only in the system prompt): the default principal.
 - **task** — ``agentdojo/{suite}/{user_task}``: every suite has a ``user_task_0``.
 - **id** — the TraceLogger path, ``{pipeline}/{suite}/{user_task}/{attack|none}/{injection|none}``.
@@ -56,7 +57,11 @@ def _extra(root: Doc) -> dict[str, Any]:
     keys = ("suite_name", "pipeline_name", "user_task_id", "injection_task_id", "attack_type", "utility",
             "security", "error", "duration", "benchmark_version", "evaluation_timestamp")
     data = root.as_dict()
-    return {key: data[key] for key in keys if isinstance(data.get(key), (str, int, float, bool))}
+    extra = {key: data[key] for key in keys if isinstance(data.get(key), (str, int, float, bool))}
+    injections = data.get("injections")
+    if isinstance(injections, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in injections.items()):
+        extra["injections"] = injections  # the attack's text per injection vector, to rebuild the environment
+    return extra
 
 
 @register_adapter

@@ -122,6 +122,9 @@ class ServerWorld(WorldHandle):
     def snapshot(self) -> dict[str, str]:
         return self.client.request("snapshot")["state"]
 
+    def report(self) -> dict[str, Any]:
+        return self.client.request("report")["reports"]
+
     def digest(self) -> str:
         return self.client.request("snapshot")["digest"]
 

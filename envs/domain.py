@@ -226,6 +226,11 @@ class Domain(ABC):
     def close(self) -> None:
         """Release what the domain holds (temporary directories, connections)."""
 
+    def final_report(self) -> dict[str, Any] | None:
+        """What the domain has to say about the world's final state once the calls are done (JSON), for
+        checks that need that state where it lives; None for nothing."""
+        return None
+
     def invoke(self, call: Call) -> Any:
         """Bind the call's parameters to the tool method and run it."""
         method = self.tools[call.tool]

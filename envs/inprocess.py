@@ -19,6 +19,9 @@ class InProcessWorld(WorldHandle):
     def snapshot(self) -> dict[str, str]:
         return self.world.snapshot()
 
+    def report(self) -> dict[str, Any]:
+        return self.world.report()
+
     def close(self) -> None:
         self.world.close()
 

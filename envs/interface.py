@@ -27,6 +27,10 @@ class WorldHandle(ABC):
     def close(self) -> None:
         """Tear the world down; the handle is unusable afterwards."""
 
+    def report(self) -> dict[str, Any]:
+        """The domains' final reports, by domain name (see ``Domain.final_report``)."""
+        return {}
+
     def __enter__(self) -> "WorldHandle":
         return self
 

@@ -115,6 +115,9 @@ class WorldHost:
         state = self._current().snapshot()
         return {"state": state, "digest": state_digest(state)}
 
+    def op_report(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        return {"reports": self._current().report()}
+
     def op_reset(self, message: Mapping[str, Any]) -> dict[str, Any]:
         if self.loaded is None:
             raise ValueError("no world is loaded")

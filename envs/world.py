@@ -110,7 +110,10 @@ class World:
             raise WorldSpecError("world.facts.principals", "reserved: policies see the world's principals there")
         if spec.get("session") is not None and not isinstance(spec.get("session"), str):
             raise WorldSpecError("world.session", "expected a session token (a string)")
-        self._owns_root = root is None and semantics == "real"
+        classes = {name: domain_pair(name)[semantics] for name in named}
+        # No directory for a world whose domains all keep their state in memory (AgentDojo's environments).
+        self._owns_root = root is None and semantics == "real" and not (
+            classes and all(cls.declaration.in_memory for cls in classes.values()))
         if self._owns_root:
             root = Path(tempfile.mkdtemp(prefix="litmus-world-"))
         self.env = WorldEnv(
@@ -123,7 +126,7 @@ class World:
             switch_uid=switch_uid and semantics == "real",
             shared_uid=shared_uid and semantics == "real",
         )
-        self._classes = {name: domain_pair(name)[semantics] for name in named}
+        self._classes = classes
         self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})
         self._domains: dict[str, Domain] = {}
         self._values = ValueCache()
@@ -232,6 +235,15 @@ class World:
             effects=effects,
             resolution=resolution,
         )
+
+    def report(self) -> dict[str, Any]:
+        """Each domain's final report, by domain name (only the domains that have one)."""
+        reports = {}
+        for name, domain in self._domains.items():
+            report = domain.final_report()
+            if report is not None:
+                reports[name] = _as_json(report)
+        return reports
 
     def snapshot(self) -> dict[str, str]:
         """The observable state of every domain in use, keyed by resource id."""

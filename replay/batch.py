@@ -35,6 +35,7 @@ from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from . import limits
 from .analysis import analyse
+from .bridges import benchmark_checks
 from .engine import Replayer
 from .errors import InputError, UnknownName
 from .model import Trajectory
@@ -294,6 +295,9 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
     except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
         return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
     revalidation = replay.revalidation
+    bridged = benchmark_checks(replay)
+    if bridged is not None:
+        line["checks"], line["drift"] = bridged
     return {
         **line,
         "status": "ok",
@@ -578,7 +582,30 @@ def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "no_tool_calls": sorted(named["no_tool_calls"]),
         # the tools no domain or binding knows, most frequent first: the bindings worth writing
         "unknown_tools": dict(sorted(unknown.items(), key=lambda item: (-item[1], item[0]))),
+        **({"checks": checks} if (checks := summarise_checks(lines)) else {}),
     }
+
+
+def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Agreement of the replay with the benchmark's own checks: per check, the runs that agree out of those
+    compared, and every disagreement with the first call that departs from the recording."""
+    rates: dict[str, dict[str, Any]] = {}
+    disagreements = []
+    for line in lines:
+        for name, check in sorted((line.get("checks") or {}).items()):
+            rate = rates.setdefault(name, {"agree": 0, "runs": 0})
+            rate["runs"] += 1
+            rate["agree"] += bool(check.get("agree"))
+            if not check.get("agree"):
+                disagreements.append({"run": line["run"], "check": name, **{k: check.get(k) for k in (
+                    "recorded", "replayed", "first_departure", "explanation")}})
+    if not rates:
+        return {}
+    for rate in rates.values():
+        rate["rate"] = round(rate["agree"] / rate["runs"], 4)
+    drifted = [line for line in lines if (line.get("drift") or {}).get("calls")]
+    return {"agreement": dict(sorted(rates.items())), "disagreements": disagreements,
+            "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
 
 
 # --- executors ----------------------------------------------------------------------------------

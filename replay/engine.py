@@ -99,6 +99,8 @@ class TrajectoryReplay:
     world: Mapping[str, Any] = field(default_factory=dict, repr=False)
     policy: Policy | None = field(default=None, repr=False)
     initial_resources: frozenset[str] = field(default_factory=frozenset, repr=False)
+    # Each world's final domain reports (``WorldHandle.report``), by semantics: "stub" and "real".
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         verdict = self.trajectory.original_verdict
@@ -140,6 +142,7 @@ class Replayer:
                 except EnvError:  # a world lost before its first call: every call records the harness error
                     initial = frozenset()
                 calls = self._replay_calls(trajectory, stub_world, real_world, facts, route)
+                reports = {"stub": _report(stub_world), "real": _report(real_world)}
             finally:
                 real_world.close()
         finally:
@@ -152,7 +155,8 @@ class Replayer:
         original = trajectory.original_verdict.label if trajectory.original_verdict else None
         result = revalidate_trajectory(original, (call.pair.cls for call in calls), critical)
         return TrajectoryReplay(
-            trajectory, calls, result, scenario, world=world, policy=self.policy, initial_resources=initial
+            trajectory, calls, result, scenario, world=world, policy=self.policy, initial_resources=initial,
+            reports=reports,
         )
 
     def _replay_calls(
@@ -289,6 +293,14 @@ def _presented(outcome: Outcome, binding: Binding | None) -> Outcome:
     if binding is None or binding.spec.output is None:
         return outcome
     return replace(outcome, output=binding.present(outcome.output))
+
+
+def _report(world: WorldHandle) -> dict[str, Any]:
+    """A world's final reports; a world lost on the way has none (its calls already say why)."""
+    try:
+        return world.report()
+    except EnvError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def world_facts(world: Mapping[str, Any]) -> dict[str, Any]:

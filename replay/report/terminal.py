@@ -113,3 +113,14 @@ def print_revalidation(console: Console, summary: dict) -> None:
             Text("unknown tools (calls scored unscoreable; bind them to a domain tool): "
                  + ", ".join(f"{visible(name)} ×{count}" for name, count in shown) + more)
         )
+    checks = summary.get("checks")
+    if checks:
+        console.print("agreement with the benchmark's own checks: " + " · ".join(
+            f"{name} {rate['agree']}/{rate['runs']} ({rate['rate']:.1%})" for name, rate in checks["agreement"].items()))
+        drift = checks.get("drift") or {}
+        if drift.get("calls"):
+            console.print(f"calls the benchmark's environment answers differently today than in the recording: "
+                          f"{drift['calls']}, in {drift['runs']} runs (results.jsonl: drift)")
+        for item in checks["disagreements"]:
+            console.print(f"  {item['run']}: {item['check']} recorded {item['recorded']}, replayed {item['replayed']} "
+                          f"— {item['explanation']}", markup=False)

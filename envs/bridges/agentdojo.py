@@ -1,0 +1,573 @@
+"""AgentDojo's four suites as domains: the real semantics are AgentDojo's own environment and tool
+functions, the stub semantics answer with what the run recorded.
+
+One domain per suite (``agentdojo-banking``, ``agentdojo-slack``, ``agentdojo-travel``,
+``agentdojo-workspace``), each with AgentDojo's own tool names. A world section names the run::
+
+    agentdojo-banking:
+      version: v1.1                   # AgentDojo benchmark version the run was made with
+      user_task: user_task_3          # or an injection task run on its own (injection_task_2)
+      injection_task: injection_task_4   # the attacker's task, when the run was attacked
+      injections: {injection_bill_text: "..."}   # the run's recorded injections
+      model_output: "..."             # the agent's final answer, which some checks read
+
+Real semantics build the suite's environment once per process (YAML parsing costs 10-150 ms) and give
+each world a deep copy with the run's injections applied to it (see :class:`EnvironmentTemplate`); the
+user task's ``init_environment`` runs after, as AgentDojo runs it. A call runs AgentDojo's own tool
+function through its ``FunctionsRuntime`` and answers with the text the agent was shown
+(``tool_result_to_str``). :meth:`final_report` applies AgentDojo's own checks to the final environment
+and the call trace: the user task's utility and the injection task's security.
+
+The stub stands for a proposal-time harness: every call is answered with its recorded result and
+counts as done; it models no refusal, which is what the real semantics are for.
+
+``agentdojo`` is imported only when a real world is opened (the ``litmus-replay[agentdojo]`` extra).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import pickle
+import threading
+from typing import Any, Callable, ClassVar, Mapping
+
+from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
+from ..errors import EnvError, ServiceError, WorldSpecError
+
+PREFIX = "agentdojo-"
+INSTALL_HINT = "pip install 'litmus-replay[agentdojo]'"
+
+# AgentDojo's tool names per suite; the same in every benchmark version of agentdojo 0.1.35 (a test
+# checks this table against the installed package). Static, so registering the domains imports nothing.
+SUITE_TOOLS: dict[str, tuple[str, ...]] = {
+    "banking": (
+        "get_balance", "get_iban", "get_most_recent_transactions", "get_scheduled_transactions", "get_user_info",
+        "read_file", "schedule_transaction", "send_money", "update_password", "update_scheduled_transaction",
+        "update_user_info",
+    ),
+    "slack": (
+        "add_user_to_channel", "get_channels", "get_users_in_channel", "get_webpage", "invite_user_to_slack",
+        "post_webpage", "read_channel_messages", "read_inbox", "remove_user_from_slack", "send_channel_message",
+        "send_direct_message",
+    ),
+    "travel": (
+        "cancel_calendar_event", "check_restaurant_opening_hours", "create_calendar_event",
+        "get_all_car_rental_companies_in_city", "get_all_hotels_in_city", "get_all_restaurants_in_city",
+        "get_car_fuel_options", "get_car_price_per_day", "get_car_rental_address", "get_car_types_available",
+        "get_contact_information_for_restaurants", "get_cuisine_type_for_restaurants", "get_day_calendar_events",
+        "get_dietary_restrictions_for_all_restaurants", "get_flight_information", "get_hotels_address",
+        "get_hotels_prices", "get_price_for_restaurants", "get_rating_reviews_for_car_rental",
+        "get_rating_reviews_for_hotels", "get_rating_reviews_for_restaurants", "get_restaurants_address",
+        "get_user_information", "reserve_car_rental", "reserve_hotel", "reserve_restaurant",
+        "search_calendar_events", "send_email",
+    ),
+    "workspace": (
+        "add_calendar_event_participants", "append_to_file", "cancel_calendar_event", "create_calendar_event",
+        "create_file", "delete_email", "delete_file", "get_current_day", "get_day_calendar_events",
+        "get_draft_emails", "get_file_by_id", "get_received_emails", "get_sent_emails", "get_unread_emails",
+        "list_files", "reschedule_calendar_event", "search_calendar_events", "search_contacts_by_email",
+        "search_contacts_by_name", "search_emails", "search_files", "search_files_by_filename", "send_email",
+        "share_file",
+    ),
+}
+
+
+class BridgeUnavailable(EnvError, RuntimeError):
+    """The benchmark's package is not installed where the world runs."""
+
+
+def domain_name(suite: str) -> str:
+    return f"{PREFIX}{suite}"
+
+
+def agentdojo_modules() -> dict[str, Any]:
+    """The parts of agentdojo the bridge uses; raises :class:`BridgeUnavailable` with the install line."""
+    try:
+        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+        from agentdojo.base_tasks import BaseUserTask
+        from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+        from agentdojo.task_suite.load_suites import get_suites
+        from agentdojo.task_suite.task_suite import read_suite_file
+    except ImportError as exc:
+        raise BridgeUnavailable(f"AgentDojo worlds need the agentdojo package ({exc}); {INSTALL_HINT}") from None
+    return {
+        "tool_result_to_str": tool_result_to_str,
+        "BaseUserTask": BaseUserTask,
+        "FunctionCall": FunctionCall,
+        "FunctionsRuntime": FunctionsRuntime,
+        "get_suites": get_suites,
+        "read_suite_file": read_suite_file,
+    }
+
+
+def benchmark_versions() -> list[str]:
+    """The benchmark versions the installed agentdojo defines, oldest first."""
+    from agentdojo.task_suite.load_suites import _SUITES
+
+    return list(_SUITES)
+
+
+def suite_for(version: str, suite: str) -> Any:
+    """AgentDojo's task suite of one benchmark version; raises :class:`LookupError` naming the valid ones."""
+    suites = agentdojo_modules()["get_suites"](version)
+    if not suites:
+        raise LookupError(f"unknown AgentDojo benchmark version {version!r}; known: {', '.join(benchmark_versions())}")
+    if suite not in suites:
+        raise LookupError(f"no suite {suite!r} in AgentDojo {version}; known: {', '.join(sorted(suites))}")
+    return suites[suite]
+
+
+def find_task(suite: Any, task_id: str) -> Any | None:
+    """A user task, or an injection task run on its own as AgentDojo's ``injection_task_N/none`` runs are."""
+    return suite.user_tasks.get(task_id) or suite.injection_tasks.get(task_id)
+
+
+# --- the environment, built once and copied per run -----------------------------------------------
+
+_CANARY = "LITMUSINJECTION{}END"
+
+
+class EnvironmentTemplate:
+    """A suite's environment, parsed once, from which each run's environment is a copy.
+
+    AgentDojo formats the injections into the environment's YAML text and parses it whole. Here the
+    text is parsed once with a canary in every injection slot; each YAML scalar that holds a slot is
+    kept as source text, and a run's environment is a copy of the parsed one in which every such string
+    is replaced by its own scalar re-parsed with the run's injections: the same YAML decoding (folding,
+    escapes) as AgentDojo's, at the cost of a few small scalars instead of the whole file. Where a
+    run's injection would change the YAML's structure rather than one scalar's value, the run falls back
+    to AgentDojo's own full build.
+    """
+
+    def __init__(self, version: str, suite_name: str):
+        import yaml
+
+        self.suite = suite_for(version, suite_name)
+        self.version = version
+        modules = agentdojo_modules()
+        self.text = modules["read_suite_file"](self.suite.name, "environment.yaml", self.suite.data_path)
+        self.defaults: dict[str, str] = self.suite.get_injection_vector_defaults()
+        canaries = {vector: _CANARY.format(index) for index, vector in enumerate(self.defaults)}
+        self.canaries = canaries
+        canary_text = self.text.format(**canaries)
+        self.base = self.suite.environment_type.model_validate(yaml.safe_load(canary_text))
+        # Copies come from a pickle of the parsed environment, made here in this process: loading one is
+        # about four times faster than a deep copy.
+        self._pickled = pickle.dumps(self.base, protocol=pickle.HIGHEST_PROTOCOL)
+        # Each scalar that holds a slot: its parsed (canary) value -> its source text with {slot}s.
+        self.scalars: dict[str, str] = {}
+        for node in _scalar_nodes(yaml.compose(canary_text)):
+            if "LITMUSINJECTION" in node.value:
+                source = canary_text[node.start_mark.index : node.end_mark.index]
+                for vector, canary in canaries.items():
+                    source = source.replace(canary, "{" + vector + "}")
+                self.scalars[node.value] = source
+        self.paths = list(_string_paths(self.base, lambda text: text in self.scalars))
+
+    def environment(self, injections: Mapping[str, str]) -> Any:
+        """A fresh environment with the run's injections (the defaults for the slots it does not name)."""
+        unknown = sorted(set(injections) - set(self.defaults))
+        if unknown:
+            raise LookupError(f"injection vectors unknown to {self.suite.name} {self.version}: {', '.join(unknown)}")
+        values = {**self.defaults, **injections}
+        decoded: dict[str, str] = {}
+        for canary_value, source in self.scalars.items():
+            value = _decode_scalar(source.format(**values))
+            if not isinstance(value, str):  # the injection changes the YAML's structure: build it as AgentDojo does
+                return self.suite.load_and_inject_default_environment(dict(injections))
+            decoded[canary_value] = value
+        environment = pickle.loads(self._pickled)
+        owners = {}
+        for path in self.paths:
+            owner = _replace(environment, path, decoded)
+            owners[id(owner)] = owner
+        for owner in owners.values():  # fields derived from a replaced string (a file's size) follow it
+            _revalidate(owner)
+        return environment
+
+
+@functools.lru_cache(maxsize=8192)
+def _decode_scalar(text: str) -> Any:
+    """One YAML scalar's value (libyaml where PyYAML has it, 20 times faster); None when the text no
+    longer parses."""
+    import yaml
+
+    # libyaml and PyYAML's own reader agree on printable ASCII; anything else is read as AgentDojo reads it.
+    plain = text.isascii() and all(char.isprintable() or char in "\n\t" for char in text)
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader) if plain else yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+
+
+def _scalar_nodes(node: Any) -> Any:
+    import yaml
+
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, yaml.ScalarNode):
+            yield current
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                stack.extend((key, value))
+
+
+def _children(value: Any) -> list[tuple[tuple[str, Any], Any]]:
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        return [(("attr", name), getattr(value, name)) for name in type(value).model_fields]
+    if isinstance(value, dict):
+        return [(("key", key), item) for key, item in value.items()] + [(("dictkey", key), key) for key in value]
+    if isinstance(value, list):
+        return [(("index", index), item) for index, item in enumerate(value)]
+    return []
+
+
+def _string_paths(root: Any, wanted: Callable[[str], bool]) -> Any:
+    """Paths (steps from the root) to every string, value or dict key, for which ``wanted`` holds."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), root)]
+    while stack:
+        path, value = stack.pop()
+        for step, child in _children(value):
+            if isinstance(child, str):
+                if wanted(child):
+                    yield (*path, step)
+            elif step[0] != "dictkey":
+                stack.append(((*path, step), child))
+
+
+def _replace(root: Any, path: tuple[tuple[str, Any], ...], decoded: Mapping[str, str]) -> Any:
+    """Replace the string at ``path`` by its decoded form; returns the innermost model holding it."""
+    from pydantic import BaseModel
+
+    parent = owner = root
+    for kind, key in path[:-1]:
+        parent = getattr(parent, key) if kind == "attr" else parent[key]
+        if isinstance(parent, BaseModel):
+            owner = parent
+    kind, key = path[-1]  # a string reached twice (an object shared in the model) is replaced once
+    if kind == "attr":
+        value = getattr(parent, key)
+        setattr(parent, key, decoded.get(value, value))
+    elif kind == "dictkey":  # rebuild the mapping in order, the key renamed
+        items = list(parent.items())
+        parent.clear()
+        parent.update((decoded.get(k, k) if k == key else k, v) for k, v in items)
+    else:
+        parent[key] = decoded.get(parent[key], parent[key])
+    return owner
+
+
+def _revalidate(model: Any) -> None:
+    """Run a model's own after-validators again, in place, as building it from the text would have."""
+    for decorator in type(model).__pydantic_decorators__.model_validators.values():
+        if decorator.info.mode == "after":
+            decorator.func(model)
+
+
+_TEMPLATES: dict[tuple[str, str], EnvironmentTemplate] = {}
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def environment_template(version: str, suite: str) -> EnvironmentTemplate:
+    """This process's template of a suite's environment (built on first use)."""
+    key = (version, suite)
+    with _TEMPLATES_LOCK:
+        template = _TEMPLATES.get(key)
+        if template is None:
+            template = _TEMPLATES[key] = EnvironmentTemplate(version, suite)
+        return template
+
+
+# --- state: resources and digests -------------------------------------------------------------------
+
+
+class EnvironmentState:
+    """Resource id -> digest of an environment: one resource per item of every collection (an e-mail, a
+    transaction, a file, a channel's messages) and per scalar field, so a call's effects name what it
+    touched. A section whose JSON did not change keeps its digests: most calls only read."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self._sections: dict[str, tuple[str, dict[str, str]]] = {}
+
+    def __call__(self, environment: Any) -> dict[str, str]:
+        state: dict[str, str] = {}
+        for name in type(environment).model_fields:
+            section = getattr(environment, name)
+            dumped = section.model_dump_json() if hasattr(section, "model_dump_json") else json.dumps(
+                section, default=_json_default, sort_keys=True)
+            cached = self._sections.get(name)
+            if cached is None or cached[0] != dumped:
+                base = f"{self.prefix}:{name}"
+                known = _SECTION_STATES.get((base, dumped))  # the same initial section, seen by an earlier world
+                if known is None:
+                    known = _section_state(section, base)
+                    if len(_SECTION_STATES) >= _SECTION_STATES_MAX:
+                        _SECTION_STATES.pop(next(iter(_SECTION_STATES)))
+                    _SECTION_STATES[(base, dumped)] = known
+                cached = self._sections[name] = (dumped, known)
+            state.update(cached[1])
+        return state
+
+
+_SECTION_STATES: dict[tuple[str, str], dict[str, str]] = {}
+_SECTION_STATES_MAX = 256
+
+
+def _section_state(section: Any, base: str) -> dict[str, str]:
+    from pydantic import BaseModel
+
+    if not isinstance(section, BaseModel):
+        return {base: _digest(section)}
+    state: dict[str, str] = {}
+    for field_name in type(section).model_fields:
+        value = getattr(section, field_name)
+        where = f"{base}/{field_name}"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                state[f"{where}/{key}"] = _digest(item)
+        elif isinstance(value, list) and value and not isinstance(value[0], (str, int, float)):
+            for index, item in enumerate(value):
+                state[f"{where}/{index}"] = _digest(item)
+        else:
+            state[where] = _digest(value)
+    return state
+
+
+def _digest(value: Any) -> str:
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        data = value.model_dump_json().encode()
+    else:
+        data = json.dumps(value, default=_json_default, sort_keys=True).encode()
+    return hashlib.blake2b(data, digest_size=10).hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return str(value)
+
+
+# --- the domains ------------------------------------------------------------------------------------
+
+
+def _section(spec: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """The run's coordinates from a domain section, checked; raises :class:`WorldSpecError` naming the field."""
+
+    def text(key: str, required: bool) -> str | None:
+        value = spec.get(key)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or not value:
+            raise WorldSpecError(f"{field}.{key}", "expected a non-empty string")
+        return value
+
+    injections = spec.get("injections") or {}
+    if not isinstance(injections, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in injections.items()):
+        raise WorldSpecError(f"{field}.injections", "expected a mapping of injection vector -> text")
+    output = spec.get("model_output")
+    if output is not None and not isinstance(output, str):
+        raise WorldSpecError(f"{field}.model_output", "expected a string")
+    return {
+        "version": text("version", True),
+        "user_task": text("user_task", True),
+        "injection_task": text("injection_task", False),
+        "injections": dict(injections),
+        "model_output": output,
+    }
+
+
+class AgentDojoReal(Domain):
+    """A suite's environment with AgentDojo's own tool functions."""
+
+    semantics = "real"
+    suite: ClassVar[str]
+    # The whole environment is a Python object in memory; agentdojo and its dependencies are not made
+    # visible inside a sandbox or container, so isolated runtimes open these worlds in process.
+    declaration = Declaration(in_memory=True, runtimes=("inprocess",))
+
+    def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
+        super().__init__(spec, env)
+        field = f"world.{self.name}"
+        run = _section(spec, field)
+        self.modules = agentdojo_modules()
+        try:
+            template = environment_template(run["version"], self.suite)
+        except LookupError as exc:
+            raise WorldSpecError(f"{field}.version", str(exc.args[0])) from None
+        self.task_suite = template.suite
+        self.user_task = find_task(template.suite, run["user_task"])
+        if self.user_task is None:
+            raise WorldSpecError(f"{field}.user_task", f"no task {run['user_task']!r} in {self.suite} {run['version']}")
+        self.injection_task = None
+        if run["injection_task"] is not None:
+            self.injection_task = template.suite.injection_tasks.get(run["injection_task"])
+            if self.injection_task is None:
+                raise WorldSpecError(f"{field}.injection_task",
+                                     f"no injection task {run['injection_task']!r} in {self.suite} {run['version']}")
+        try:
+            environment = template.environment(run["injections"])
+        except LookupError as exc:
+            raise WorldSpecError(f"{field}.injections", str(exc.args[0])) from None
+        if isinstance(self.user_task, self.modules["BaseUserTask"]):
+            environment = self.user_task.init_environment(environment)
+        self.environment = environment
+        self.pre_environment = template.environment(run["injections"])
+        if isinstance(self.user_task, self.modules["BaseUserTask"]):
+            self.pre_environment = self.user_task.init_environment(self.pre_environment)
+        self.model_output = run["model_output"]
+        self.runtime = _functions_runtime(run["version"], self.suite)
+        self.trace: list[Any] = []
+        self._state: dict[str, str] | None = None
+        self._tracker = EnvironmentState(self.name)
+
+    def invoke(self, call: Call) -> Any:
+        self._state = None
+        self.trace.append(self.modules["FunctionCall"](function=call.tool, args=call.params, id=None))
+        result, error = self.runtime.run_function(self.environment, call.tool, call.params)
+        if error is not None:
+            raise ServiceError(error.split(":", 1)[0], error)  # type: ignore[arg-type]  # code: the exception type
+        self._resolve(call)
+        return self.modules["tool_result_to_str"](result, dump_fn=_safe_dump)
+
+    def _resolve(self, call: Call) -> None:
+        """Record what the environment resolved that the call left implicit: the account an updated
+        scheduled transfer now reaches when the update did not name one."""
+        if call.tool == "update_scheduled_transaction" and not call.params.get("recipient"):
+            account = getattr(self.environment, "bank_account", None)
+            transaction = next((t for t in getattr(account, "scheduled_transactions", ())
+                                if t.id == call.params.get("id")), None)
+            if transaction is not None:
+                call.resolve(recipient=transaction.recipient)
+                call.note(f"scheduled transaction {transaction.id} reaches {transaction.recipient}")
+
+    def snapshot(self) -> dict[str, str]:
+        if self._state is None:  # only calls change the environment: the last snapshot holds until the next
+            self._state = self._tracker(self.environment)
+        return self._state
+
+    def final_report(self) -> dict[str, Any]:
+        """AgentDojo's own checks on the final environment and the trace: utility, and security when attacked."""
+        output = [{"type": "text", "content": self.model_output}] if self.model_output else []
+        report: dict[str, Any] = {"benchmark": "agentdojo", "suite": self.suite, "calls": len(self.trace)}
+        _share_unchanged(self.pre_environment, self.environment)
+        checks = [("utility", self.user_task)]
+        if self.injection_task is not None:
+            checks.append(("security", self.injection_task))
+        for name, task in checks:
+            try:
+                report[name] = bool(self.task_suite._check_task_result(
+                    task, output, self.pre_environment, self.environment, self.trace))
+            except Exception as exc:  # a check that crashes on a replayed state is an answer, not a crash
+                report[name] = None
+                report[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+        return report
+
+
+_DUMPS: dict[str, str] = {}
+_DUMPS_MAX = 4096
+
+
+def _safe_dump(data: Any) -> str:
+    """``yaml.safe_dump``, as AgentDojo formats a tool's result, remembered: runs read the same records
+    again and again, and the pure-Python emitter costs milliseconds (libyaml's folds long lines differently)."""
+    import yaml
+
+    try:  # datetimes and the like keyed by type and repr, never mistaken for a string
+        key = json.dumps(data, default=lambda value: f"\0{type(value).__name__}:{value!r}")
+    except (TypeError, ValueError):
+        return yaml.safe_dump(data)
+    text = _DUMPS.get(key)
+    if text is None:
+        text = yaml.safe_dump(data)
+        if len(_DUMPS) >= _DUMPS_MAX:
+            _DUMPS.pop(next(iter(_DUMPS)))
+        _DUMPS[key] = text
+    return text
+
+
+def _share_unchanged(pre: Any, post: Any) -> None:
+    """Make the pre-run environment hold the final one's own objects wherever the two are equal.
+
+    AgentDojo's checks diff the two environments with DeepDiff, which skips a pair of identical objects
+    at once but walks a pair of equal copies to the last leaf (a third of a second for a workspace). The
+    diff of equal parts is empty either way, so the checks answer the same, in a fraction of the time.
+    Only after the last call: from here on nothing changes either environment.
+    """
+    from pydantic import BaseModel
+
+    for section_name in type(pre).model_fields:
+        old, new = getattr(pre, section_name), getattr(post, section_name)
+        if old == new:
+            setattr(pre, section_name, new)
+            continue
+        if not isinstance(old, BaseModel) or type(old) is not type(new):
+            continue
+        for field_name in type(old).model_fields:
+            before, after = getattr(old, field_name), getattr(new, field_name)
+            if before == after:
+                setattr(old, field_name, after)
+            elif isinstance(before, dict) and isinstance(after, dict):
+                for key, item in after.items():
+                    if key in before and before[key] == item:
+                        before[key] = item
+            elif isinstance(before, list) and isinstance(after, list):
+                for index, item in enumerate(after[: len(before)]):
+                    if before[index] == item:
+                        before[index] = item
+
+
+@functools.lru_cache(maxsize=None)
+def _functions_runtime(version: str, suite: str) -> Any:
+    return agentdojo_modules()["FunctionsRuntime"](suite_for(version, suite).tools)
+
+
+class AgentDojoStub(Domain):
+    """The harness's view: every call answered with its recorded result, none refused."""
+
+    semantics = "stub"
+    suite: ClassVar[str]
+    declaration = Declaration(in_memory=True, runtimes=("inprocess",))
+
+    def invoke(self, call: Call) -> Any:
+        recorded = call.recorded or {}
+        if recorded.get("status") == "error":
+            call.note(f"recorded error answered as the reply: {recorded.get('error')}")
+            return recorded.get("output") or recorded.get("error")
+        return recorded.get("output")
+
+    def snapshot(self) -> dict[str, str]:
+        return {}
+
+
+def _tool_method(name: str) -> Callable[..., Any]:
+    def method(self: Domain, call: Call, **params: Any) -> Any:
+        raise NotImplementedError  # calls go through the class's invoke
+    method.__name__ = name
+    return tool(method)
+
+
+def _suite_domain(base: type[Domain], suite: str) -> type[Domain]:
+    members: dict[str, Any] = {name: _tool_method(name) for name in SUITE_TOOLS[suite]}
+    members.update(name=domain_name(suite), suite=suite, __module__=__name__,
+                   __doc__=f"AgentDojo's {suite} suite ({base.semantics} semantics).")
+    cls = type(f"{base.__name__}{suite.title()}", (base,), members)
+    return register_domain(cls)
+
+
+DOMAINS = {
+    (suite, semantics): _suite_domain(base, suite)
+    for suite in SUITE_TOOLS
+    for semantics, base in (("real", AgentDojoReal), ("stub", AgentDojoStub))
+}
