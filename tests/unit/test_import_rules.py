@@ -17,6 +17,8 @@ PACKAGES = ("litmus_replay.envs", "litmus_replay.replay", "litmus_replay.adapter
 # The envs core runs inside a sandbox or container from a read-only mount: the standard library and pyfakefs
 # only. The host side of the runtimes (and the Docker SDK behind the docker engine) is not core.
 HOST_SIDE = ("litmus_replay.envs.runtimes",)
+# A bridge's real semantics are its benchmark's own package, imported lazily behind an optional extra.
+BRIDGES = ("litmus_replay.envs.bridges",)
 CORE_EXTERNALS = {"pyfakefs"}
 ADAPTERS_MAY_IMPORT = ("litmus_replay.adapters", "litmus_replay.replay.model", "litmus_replay.replay.errors")
 
@@ -63,8 +65,17 @@ def test_the_envs_core_needs_only_the_standard_library_and_pyfakefs(graph):
     wrong = sorted(
         (module, imported)
         for module in graph.modules
-        if _within(module, ("litmus_replay.envs",)) and not _within(module, HOST_SIDE)
+        if _within(module, ("litmus_replay.envs",)) and not _within(module, HOST_SIDE + BRIDGES)
         for imported in graph.find_modules_directly_imported_by(module)
         if not imported.startswith(PACKAGES) and imported.split(".")[0] not in stdlib | CORE_EXTERNALS
     )
     assert wrong == []
+
+
+def test_a_bridge_imports_its_benchmark_only_when_a_world_opens():
+    import subprocess
+
+    code = ("import sys, litmus_replay.envs.bridges.agentdojo as b; "
+            "print(sorted(m for m in ('agentdojo', 'yaml', 'pydantic') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
