@@ -31,7 +31,7 @@ import hashlib
 import json
 import pickle
 import threading
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Collection, Mapping
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import EnvError, ServiceError, WorldSpecError
@@ -457,6 +457,29 @@ class AgentDojoReal(Domain):
             self._state = self._tracker(self.environment)
         return self._state
 
+    def view(self) -> Any:
+        """The whole environment as bounded JSON, for policies that read ``state``."""
+        return _bounded(self.environment.model_dump(mode="json"))
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """Each resource's value (an e-mail, a transaction, a file, as JSON), for the values effects carry.
+        Remembered by digest across this process's worlds: most runs start from the same environment."""
+        state = self.snapshot()
+        found: dict[str, Any] = {}
+        for resource in resources:
+            digest = state.get(resource)
+            if digest is None:
+                continue
+            key = (resource, digest)
+            value = _VALUES.get(key, _MISSING)
+            if value is _MISSING:
+                value = _bounded(_resource_value(self.environment, resource))
+                if len(_VALUES) >= _VALUES_MAX:
+                    _VALUES.pop(next(iter(_VALUES)))
+                _VALUES[key] = value
+            found[resource] = value
+        return found
+
     def final_report(self) -> dict[str, Any]:
         """AgentDojo's own checks on the final environment and the trace: utility, and security when attacked."""
         output = [{"type": "text", "content": self.model_output}] if self.model_output else []
@@ -473,6 +496,33 @@ class AgentDojoReal(Domain):
                 report[name] = None
                 report[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
         return report
+
+
+_VALUES: dict[tuple[str, str], Any] = {}
+_VALUES_MAX = 65536
+_MISSING = object()
+
+
+def _resource_value(environment: Any, resource: str) -> Any:
+    """The JSON value of one resource id (``domain:section/field/key``) of an environment."""
+    from pydantic import BaseModel
+
+    _, _, path = resource.partition(":")
+    parts = path.split("/", 2)
+    value = getattr(environment, parts[0])
+    if len(parts) > 1:
+        value = getattr(value, parts[1])
+    if len(parts) > 2:
+        value = value[int(parts[2])] if isinstance(value, list) else value[parts[2]]
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _bounded(value: Any) -> Any:
+    from ..values import bounded
+
+    return bounded(value)
 
 
 _DUMPS: dict[str, str] = {}

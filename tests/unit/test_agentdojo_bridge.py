@@ -323,3 +323,13 @@ def test_a_world_that_does_not_name_a_suite_has_none_of_its_tools():
         assert "read_file" in world.tools  # the files domain's own
     with World(banking_world(), "stub") as world:
         assert "send_money" in world.tools and "send_email" not in world.tools
+
+
+def test_effects_carry_the_values_of_what_a_call_created_and_changed():
+    with World(banking_world(), "real") as world:
+        sent = world.apply({"tool": "send_money", "principal": "agent", "params": {
+            "recipient": ATTACKER_IBAN, "amount": 10, "subject": "x", "date": "2022-03-01"}}).to_dict()
+        effects = sent["effects"]
+        (created,) = [r for r in effects["created"] if "/transactions/" in r]
+        assert effects["values"][created]["after"]["recipient"] == ATTACKER_IBAN
+        assert world.view()["agentdojo-banking"]["bank_account"]["iban"]
