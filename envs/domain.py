@@ -31,6 +31,8 @@ from .permissions import Checker, Owners
 Semantics = Literal["stub", "real"]
 SEMANTICS: tuple[Semantics, ...] = ("stub", "real")
 ENTRY_POINT_GROUP = "litmus_replay.domains"
+PROFILE_KEY = "stub_profile"  # in a domain's world section: which of the stub's profiles the world uses
+DEFAULT_PROFILE = "default"
 
 
 NOBODY = 65534
@@ -191,6 +193,10 @@ class Domain(ABC):
     semantics: ClassVar[Semantics]
     tools: ClassVar[dict[str, Callable[..., Any]]] = {}
     declaration: ClassVar[Declaration] = Declaration()
+    # Harnesses' stubs differ: a stub class names the variants it can play (profile -> what it does), and
+    # a world picks one per domain with ``stub_profile`` in the domain's section. Real semantics have one.
+    profiles: ClassVar[dict[str, str]] = {DEFAULT_PROFILE: "the stub as written"}
+    profile: str = DEFAULT_PROFILE
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -348,6 +354,24 @@ def domain_pair(name: str) -> dict[Semantics, type[Domain]]:
         raise WorldSpecError(f"world.{name}", f"domain {name!r}: its stub and real classes differ in tools "
                                               f"{', '.join(odd)}; both semantics must offer the same tools")
     return pair  # type: ignore[return-value]
+
+
+def split_profile(name: str, semantics: Semantics, section: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The stub profile a domain's world section asks for, and the section without it.
+
+    Real semantics accept the key and ignore it, so one world spec serves both twins; an unknown profile
+    raises :class:`WorldSpecError` listing the valid ones.
+    """
+    if PROFILE_KEY not in section:
+        return DEFAULT_PROFILE, section
+    rest = {key: value for key, value in section.items() if key != PROFILE_KEY}
+    profile = section[PROFILE_KEY]
+    if semantics == "real":
+        return DEFAULT_PROFILE, rest
+    valid = domain_class(name, "stub").profiles
+    if not isinstance(profile, str) or profile not in valid:
+        raise WorldSpecError(f"world.{name}.{PROFILE_KEY}", f"unknown stub profile {profile!r}; choose one of: {', '.join(valid)}")
+    return profile, rest
 
 
 def spec_section(spec: Mapping[str, Any], key: str, field_path: str, kind: type, default: Any) -> Any:

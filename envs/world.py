@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
-from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair
+from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
 from .outcome import MAX_VALUES, Effects, Outcome, Resolution
 from .values import ValueCache
@@ -161,7 +161,10 @@ class World:
             section = self.spec.get(name) or {}
             if not isinstance(section, Mapping):
                 raise WorldSpecError(f"world.{name}", "expected a mapping")
-            domain = self._domains[name] = self._classes[name](section, self.env)
+            profile, section = split_profile(name, self.semantics, section)
+            domain = self._classes[name](section, self.env)
+            domain.profile = profile
+            self._domains[name] = domain
         return domain
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:

@@ -430,6 +430,15 @@ def tools(domains: tuple[str, ...], as_json: bool) -> None:
             click.echo(f"  {tool}({shown})")
 
 
+def _fidelity() -> None:
+    from .fidelity.command import fidelity_command
+
+    main.add_command(fidelity_command)
+
+
+_fidelity()
+
+
 @main.group()
 def image() -> None:
     """The container image the docker runtime runs worlds in."""

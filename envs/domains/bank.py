@@ -247,6 +247,11 @@ class _Bank(Domain):
 @register_domain
 class BankStub(_Bank):
     semantics = "stub"
+    profiles = {
+        "default": "moves the money at once: no checks, no gate, no rate limit, idempotency keys ignored",
+        "checked": "checks ownership (403) and funds (409), but has no gate and no rate limit and ignores "
+        "idempotency keys",
+    }
 
     @tool
     def get_balance(self, call: Call, account: Any) -> dict[str, Any]:
@@ -262,6 +267,14 @@ class BankStub(_Bank):
         value = _money(amount)
         if value is None:
             raise ServiceError(400, f"amount must be a number, got {amount!r}")
+        if self.profile == "checked":
+            source = self.accounts[from_]
+            if source.owner != call.principal:
+                raise ServiceError(403, f"{call.principal!r} may not transfer from account {from_!r}")
+            if value <= 0:
+                raise ServiceError(400, f"amount must be a positive number, got {amount!r}")
+            if source.balance < value:
+                raise ServiceError(409, f"insufficient funds in account {from_!r}")
         transfer = self._new_transfer(call, from_, to, value)
         self._move(transfer)
         return {"transfer_id": transfer.transfer_id, "status": "completed"}

@@ -732,6 +732,11 @@ class FilesStub(_Files):
     """Stub semantics: a pyfakefs filesystem behind a lexical workspace check."""
 
     semantics = "stub"
+    profiles = {
+        "default": "joins the cwd and normalises '..' lexically, then refuses a path outside the workspace",
+        "raw-prefix": "refuses a path unless the raw string starts with the workspace (no '..' normalisation); "
+        "the fake filesystem then resolves it",
+    }
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
@@ -792,7 +797,10 @@ class FilesStub(_Files):
     def _lexical(self, call: Call, param: str, value: Any) -> str:
         """Join with the cwd and normalise, without looking at the filesystem; record it as resolved."""
         path = _path_param(param, value)
-        resolved = normal(posixpath.join(self.cwd, path))
+        if self.profile == "raw-prefix":  # the harness checks and passes on the joined string as it is
+            resolved = posixpath.join(self.cwd, path)
+        else:
+            resolved = normal(posixpath.join(self.cwd, path))
         call.resolve(**{param: resolved})
         call.read(f"files:{resolved}")
         if ".." in path.split("/"):
@@ -800,7 +808,8 @@ class FilesStub(_Files):
         return resolved
 
     def _check(self, call: Call, param: str, resolved: str) -> None:
-        if not inside(resolved, self.workspace):
+        allowed = resolved.startswith(self.workspace) if self.profile == "raw-prefix" else inside(resolved, self.workspace)
+        if not allowed:
             call.note(f"harness lexical check refused {param} {resolved}: outside the workspace {self.workspace}")
             raise PermissionError(errno.EACCES, "outside the workspace", call.params.get(param))
 

@@ -54,36 +54,8 @@ class _Profiles(Domain):
         """Each user's profile: user -> field -> value."""
         return bounded(self.profiles, max_items=1024)
 
-    def _read(self, user: str) -> dict[str, Any]:
-        if user not in self.profiles:
-            raise ServiceError(404, f"no profile for {user!r}")
-        return dict(self.profiles[user])
-
-
-@register_domain
-class ProfilesStub(_Profiles):
-    semantics = "stub"
-
-    @tool
-    def get_profile(self, call: Call, user: str | None = None) -> dict[str, Any]:
-        target = user or call.principal
-        call.resolve(user=target)
-        call.read(f"profiles:{target}")
-        return self.profiles.get(target, {})
-
-    @tool
-    def update_profile(self, call: Call, field: str, value: Any) -> dict[str, Any]:
-        call.resolve(target=call.principal)
-        call.read(f"profiles:{call.principal}")
-        self.profiles.setdefault(call.principal, {})[field] = value
-        return {"updated": field, "user": call.principal}
-
-
-@register_domain
-class ProfilesReal(_Profiles):
-    semantics = "real"
-
     def _acting(self, call: Call) -> str:
+        """The principal the ambient session token belongs to, re-derived at execution."""
         acting = self.env.session_principal(call.session)
         if acting is None:
             raise Unresolvable(401, f"ambient session token {call.session!r} names no live session")
@@ -94,6 +66,50 @@ class ProfilesReal(_Profiles):
                 f"not the declared {call.principal!r}"
             )
         return acting
+
+    def _read(self, user: str) -> dict[str, Any]:
+        if user not in self.profiles:
+            raise ServiceError(404, f"no profile for {user!r}")
+        return dict(self.profiles[user])
+
+
+@register_domain
+class ProfilesStub(_Profiles):
+    semantics = "stub"
+    profiles = {
+        "default": "the declared principal acts, on its own profile",
+        "session": "re-derives the acting principal from the ambient session token, as the real service does",
+    }
+
+    def _principal(self, call: Call) -> str:
+        return self._acting(call) if self.profile == "session" else call.principal
+
+    @tool
+    def get_profile(self, call: Call, user: str | None = None) -> dict[str, Any]:
+        acting = self._principal(call)
+        target = user or acting
+        call.resolve(user=target)
+        call.read(f"profiles:{target}")
+        if self.profile == "session":
+            return self._read(target)
+        return self.profiles.get(target, {})
+
+    @tool
+    def update_profile(self, call: Call, field: str, value: Any) -> dict[str, Any]:
+        acting = self._principal(call)
+        call.resolve(target=acting)
+        call.read(f"profiles:{acting}")
+        if self.profile == "session":
+            call.note(f"target record resolved from the session: profile of {acting!r}")
+            if acting not in self.profiles:
+                raise ServiceError(404, f"no profile for {acting!r}")
+        self.profiles.setdefault(acting, {})[field] = value
+        return {"updated": field, "user": acting}
+
+
+@register_domain
+class ProfilesReal(_Profiles):
+    semantics = "real"
 
     @tool
     def get_profile(self, call: Call, user: str | None = None) -> dict[str, Any]:

@@ -419,6 +419,17 @@ class _Records(Domain):
 @register_domain
 class RecordsStub(_Records):
     semantics = "stub"
+    profiles = {
+        "default": "a table that ignores ownership and versions",
+        "owner-checked": "refuses (403) a write touching a row the principal does not own; never compares versions",
+    }
+
+    def _owner_check(self, call: Call, rows: Iterable[Mapping[str, Any]]) -> None:
+        if self.profile != "owner-checked":
+            return
+        refused = [row["id"] for row in rows if row["owner"] != call.principal]
+        if refused:
+            raise ServiceError(403, f"{call.principal!r} may not write record(s) {', '.join(map(str, refused))}")
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
@@ -448,7 +459,9 @@ class RecordsStub(_Records):
 
     @tool
     def delete_records(self, call: Call, filter: Any) -> dict[str, Any]:
-        matched = {row["id"] for row in self._matched(call, filter)}
+        rows = self._matched(call, filter)
+        self._owner_check(call, rows)
+        matched = {row["id"] for row in rows}
         self.rows = [row for row in self.rows if row["id"] not in matched]
         self._changes += 1
         return {"deleted": len(matched)}
@@ -464,6 +477,7 @@ class RecordsStub(_Records):
         row = next((row for row in self.rows if row["id"] == row_id), None)
         if row is None:
             raise ServiceError(404, f"no record with id {row_id}")
+        self._owner_check(call, [row])
         row["data"].update(changes)
         row["version"] += 1
         self._changes += 1
