@@ -3,6 +3,8 @@
 Stub: the harness's view — a transfer moves the money at once, with no checks at all: balances may go
 negative, there is no confirmation gate and no rate limit, and idempotency keys are ignored (a retry
 moves the money twice).
+Profile ``checked`` (``stub_profile: checked``): a stub that refuses another's account (403) and short funds
+(409), still without gate, rate limit or idempotency keys.
 Real: a transfer passes, in order, a per-principal rate limit, an idempotency-key check, ownership and
 funds checks and a confirmation gate above a threshold; a refused or held transfer moves no money.
 

@@ -23,6 +23,8 @@ runtime runs each call as the principal's uid, so there the kernel decides; wher
 one uid (``env.shared_uid``: no subordinate ids to map), this domain records owners and makes the
 kernel's checks itself (:mod:`..permissions`), and snapshots show the recorded owners. The stub never checks
 permissions (it runs pyfakefs as its superuser) because a harness does not either.
+Harnesses differ in their check: the stub profile ``raw-prefix`` (``stub_profile: raw-prefix`` in the
+world's ``files`` section) checks the raw string with ``startswith(workspace)`` and never normalises ``..``.
 """
 
 from __future__ import annotations

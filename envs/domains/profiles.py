@@ -1,6 +1,7 @@
 """User profiles: the real world resolves whose profile a call touches from the ambient session token.
 
 Stub: the harness's view — the trajectory's declared principal acts on its own profile.
+Profile ``session``: a stub that re-derives the acting principal from the session as the real service does.
 Real: the acting principal and the target record are re-derived at execution from the world's ambient
 session token, which may belong to someone else; a token that names no live session cannot be resolved.
 """

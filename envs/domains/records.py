@@ -2,6 +2,8 @@
 
 Stub: the harness's view — an in-memory list of rows; a delete removes what the filter matched and an
 update applies, whoever owns the row and whatever version the caller expected.
+Profile ``owner-checked``: a stub that refuses a write touching a row the principal does not own (403), but
+never compares versions.
 Real: a real SQLite database. A write that touches any row the principal may not write is refused
 whole (403, transaction rolled back); an update with a stale ``if_version`` is refused (409).
 

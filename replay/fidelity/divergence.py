@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Collection
+from typing import Any, Collection, Mapping
 
 from litmus_replay.envs import Outcome
 
@@ -43,18 +43,20 @@ class Divergence:
         return {"classes": list(self.classes), "kind": self.kind, "detail": self.detail}
 
 
-def compare(stub: Outcome, real: Outcome) -> Divergence | None:
-    """The divergence between a stub's and a real world's outcome of the same call, or None if they agree."""
+def compare(stub: Outcome, real: Outcome, params: Mapping[str, Any] | None = None) -> Divergence | None:
+    """The divergence between a stub's and a real world's outcome of the same call (made with ``params``),
+    or None if they agree."""
     classes: list[str] = []
     if _applied(stub) != _applied(real) or stub.status != real.status:
         classes.append(REFUSED_VS_APPLIED)
     stub_res, real_res = stub.resolution, real.resolution
-    if stub_res is not None and real_res is not None:
+    both_failed = stub.status == real.status == "error"  # how far each got resolving a failed call is noise
+    if stub_res is not None and real_res is not None and not both_failed:
         if stub_res.principal != real_res.principal:
             classes.append(OTHER_PRINCIPAL)
         if _json(stub_res.resolved_params) != _json(real_res.resolved_params):
             classes.append(OTHER_PARAMETERS)
-    elif (stub_res is None) != (real_res is None) and REFUSED_VS_APPLIED not in classes:
+    elif (stub_res is None) != (real_res is None) and REFUSED_VS_APPLIED not in classes and not both_failed:
         classes.append(OTHER_PRINCIPAL)  # one side could not even say who acts
     if not effects_agree(stub, real):
         classes.append(OTHER_EFFECTS)
@@ -66,7 +68,7 @@ def compare(stub: Outcome, real: Outcome) -> Divergence | None:
             classes.append(OTHER_OUTPUT)
     if not classes:
         return None
-    kind, detail = _kind(tuple(classes), stub, real, masked)
+    kind, detail = _kind(tuple(classes), stub, real, masked, params or {})
     return Divergence(tuple(classes), kind, detail)
 
 
@@ -109,10 +111,13 @@ def _masked_failure(outcome: Outcome) -> str | None:
     return next((line for line in outcome.resolution.evidence if line.startswith(SWALLOWED)), None)
 
 
-def _kind(classes: tuple[str, ...], stub: Outcome, real: Outcome, masked: str | None) -> tuple[str, str]:
+def _kind(classes: tuple[str, ...], stub: Outcome, real: Outcome, masked: str | None,
+          params: Mapping[str, Any]) -> tuple[str, str]:
     primary = classes[0]
     if primary == REFUSED_VS_APPLIED:
-        return _refusal_kind(stub, real)
+        kind, detail = _refusal_kind(stub, real)
+        dotted = _dotted(params)
+        return (f"{kind} through '..'" if dotted else kind), detail
     if masked:
         return "masked shell failure", masked
     if primary == OTHER_PRINCIPAL:
@@ -121,9 +126,8 @@ def _kind(classes: tuple[str, ...], stub: Outcome, real: Outcome, masked: str | 
         return f"other principal{via}", f"stub acted as {who[0]!r}, real as {who[1]!r}"
     if primary == OTHER_PARAMETERS:
         changed = _changed_params(stub, real)
-        cause = _parameter_cause(stub, real)
-        names = ", ".join(changed)
-        return (f"{cause} ({names})" if cause else f"other parameters ({names})"), "; ".join(
+        cause = _parameter_cause(real, params)
+        return cause or "other parameters", "; ".join(
             f"{name}: stub {stub.resolution.resolved_params.get(name)!r}, real {real.resolution.resolved_params.get(name)!r}"  # type: ignore[union-attr]
             for name in changed
         )
@@ -154,14 +158,19 @@ def _changed_params(stub: Outcome, real: Outcome) -> list[str]:
     return sorted(key for key in set(a) | set(b) if _json(a.get(key)) != _json(b.get(key)))
 
 
-def _parameter_cause(stub: Outcome, real: Outcome) -> str | None:
-    """Name the usual causes of a path resolving elsewhere, from the real world's evidence."""
-    evidence = " ".join(_evidence(real))
-    if "symlink" in evidence:
-        return "symlink resolution"
-    if "'..'" in evidence or any(".." in str(v).split("/") for v in stub.resolution.resolved_params.values()):  # type: ignore[union-attr]
+def _parameter_cause(real: Outcome, params: Mapping[str, Any]) -> str | None:
+    """Name the usual causes of a path resolving elsewhere: a '..' in what the call asked for, or a
+    symlink the real world followed."""
+    if _dotted(params):
         return "'..' resolution"
+    if any("symlink" in line for line in _evidence(real)):
+        return "symlink resolution"
     return None
+
+
+def _dotted(params: Mapping[str, Any]) -> list[str]:
+    """The parameters that hold a path with a '..' segment."""
+    return sorted(name for name, value in params.items() if isinstance(value, str) and ".." in value.split("/"))
 
 
 def _evidence(outcome: Outcome) -> tuple[str, ...]:

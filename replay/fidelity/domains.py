@@ -108,7 +108,7 @@ BANK_WORLD = {
     },
 }
 
-ACCOUNTS = st.sampled_from(["alice-main", "alice-main", "alice-savings", "bob-main", "bob-main", "nobody"])
+ACCOUNTS = st.sampled_from(["alice-main", "alice-main", "alice-savings", "alice-savings", "bob-main", "nobody"])
 
 bank_space = register_space(CallSpace(
     domain="bank",
@@ -116,7 +116,7 @@ bank_space = register_space(CallSpace(
     calls=st.one_of(
         call("get_balance", PRINCIPALS, account=ACCOUNTS),
         *[call("transfer_funds", PRINCIPALS, **{"from": ACCOUNTS}, to=ACCOUNTS,
-               amount=st.sampled_from([10, 10, 10, 60, 200, 250, 0, "ten"]),
+               amount=st.sampled_from([10, 10, 60, 60, 200, 250, 0, "ten"]),
                idempotency_key=st.sampled_from([None, None, "k1", "k2"]))] * 3,
         call("confirm_transfer", PRINCIPALS, confirmation_id=st.sampled_from(["cnf-1", "cnf-2"])),
     ),
@@ -146,7 +146,9 @@ profiles_space = register_space(CallSpace(
 
 # --- shell -------------------------------------------------------------------------------------------
 
-SHELL_WORLD = {"principals": ["alice"], "shell": {"timeout": 5}}
+# The files section makes the workspace at the start, as a harness would; otherwise the real shell makes it
+# at its first command, and every first command would differ in effects for that alone.
+SHELL_WORLD = {"principals": ["alice"], "files": {}, "shell": {"timeout": 5}}
 
 COMMANDS = st.sampled_from([
     "true",

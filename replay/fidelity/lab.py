@@ -3,7 +3,9 @@
 Each search round runs the state machine until it fails on a divergence of a kind not found before;
 hypothesis shrinks the failing sequence, which is kept (world, calls, outcomes) and its kind added to the
 found set; the next round looks for the kinds left. A round that finds nothing ends the search. A separate
-pass, which never fails, counts agreement per tool and divergences per class. Every round's seed derives
+pass, which never fails, counts agreement per tool and divergences per class; a kind only that pass met (a
+rare one, such as a rate limit three agreeing calls deep) keeps its first sequence, from which every call
+the divergence does not need is dropped. Every round's seed derives
 from ``seed``, the domain and the profile, so a run is reproducible.
 """
 
@@ -121,6 +123,12 @@ def measure(
                  _seed(seed, result.label, -1), steps)
         except Exception as exc:
             result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        # A kind the search rounds missed but the counting pass met: its first sequence, cut to what it needs.
+        for kind, (world, sequence) in result.tally.first.items():
+            if kind not in found:
+                found.add(kind)
+                minimal = _fewer_calls(world, sequence, kind, stub_runtime, real_runtime)
+                result.counterexamples.append(Counterexample(space.domain, profile, world, tuple(minimal)))
     result.counterexamples.sort(key=lambda c: (len(c.steps), c.kind))
     return result
 

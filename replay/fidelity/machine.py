@@ -3,7 +3,8 @@
 Each rule application sends one drawn request to both worlds and compares what an agent and a policy would
 see (:func:`.divergence.compare`). While both worlds applied the same effects their states are in step and
 every call is compared; after the first call whose effects differ, later differences are consequences and
-are counted apart. In search mode the machine fails on the first in-step divergence of a kind not yet
+are counted apart. Calls already sent go to a bundle, from which a rule retries them — how rate limits and
+idempotency keys are reached. In search mode the machine fails on the first in-step divergence of a kind not yet
 found, so hypothesis shrinks it to a minimal call sequence.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule
 
 from litmus_replay.envs import EnvError, Outcome
 from litmus_replay.envs.runtime import Runtime, WorldHandle
@@ -57,6 +58,7 @@ class Tally:
     classes: Counter = field(default_factory=Counter)  # (tool, class) -> calls
     kinds: Counter = field(default_factory=Counter)
     after_divergence: int = 0
+    first: dict[str, tuple[dict[str, Any], list[Step]]] = field(default_factory=dict)  # kind -> first sequence
 
     def record(self, tool: str, divergence: Divergence | None) -> None:
         self.calls[tool] += 1
@@ -98,7 +100,7 @@ class Twin:
             real = Outcome.from_dict(self.real.call(request))
         except EnvError as exc:  # a harness failure, not a verdict on the stub: stop this sequence
             raise HarnessFailure(f"{request['tool']}: {type(exc).__name__}: {exc}") from None
-        step = Step(request, stub, real, compare(stub, real))
+        step = Step(request, stub, real, compare(stub, real, request.get("params")))
         self.steps.append(step)
         compared = self.in_step
         self.modelled.update(_family(resource) for resource in (*stub.effects.created, *stub.effects.changed, *stub.effects.deleted))
@@ -136,6 +138,8 @@ def machine_for(
     """A state machine class over these worlds and calls. With ``found`` (a set of kinds, searched),
     it fails on any in-step divergence whose kind is not in it; without, it only counts."""
 
+    sent = Bundle("sent")
+
     class FidelityMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
@@ -146,14 +150,25 @@ def machine_for(
             tally.examples += 1
             self.twin = Twin(world, stub_runtime, real_runtime)
 
-        @rule(request=calls)
-        def call_both(self, request: dict[str, Any]) -> None:
+        @rule(target=sent, request=calls)
+        def call_both(self, request: dict[str, Any]) -> dict[str, Any]:
+            self._send(request)
+            return request
+
+        @rule(request=sent)
+        def retry(self, request: dict[str, Any]) -> None:
+            """Send an earlier call again, as an agent retrying does (with its idempotency key, if it had one)."""
+            self._send(request)
+
+        def _send(self, request: dict[str, Any]) -> None:
             assert self.twin is not None
             step, compared = self.twin.call(request)
             if not compared:
                 tally.after_divergence += 1
                 return
             tally.record(request["tool"], step.divergence)
+            if step.divergence is not None and step.divergence.kind not in tally.first:
+                tally.first[step.divergence.kind] = (copy.deepcopy(dict(self.twin.world)), list(self.twin.steps))
             if step.divergence is not None and found is not None and step.divergence.kind not in found:
                 raise NewDivergence(self.twin.world, self.twin.steps)
 

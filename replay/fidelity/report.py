@@ -16,7 +16,7 @@ from ..report.atomic import write_atomic
 from .divergence import CLASSES
 from .lab import FidelityResult
 
-__all__ = ["FORMAT_VERSION", "FidelityReport", "print_report", "report_html", "write_report"]
+__all__ = ["FORMAT_VERSION", "FidelityReport", "print_report", "describe_counterexamples", "report_html", "write_report"]
 
 FORMAT_VERSION = 1
 
@@ -97,6 +97,17 @@ def print_report(report: FidelityReport, console: Console) -> None:
             where = report.files.get(id(example))
             console.print(f"  • {example.kind} \\[{', '.join(example.divergence.classes)}] in {len(example.steps)} call(s): {calls}"
                           + (f"\n    {where}" if where else ""), soft_wrap=True)
+
+
+def describe_counterexamples(result: FidelityResult) -> str:
+    """Plain text: each minimal counterexample of one result, its calls and both outcomes of the last."""
+    lines = [f"{len(result.counterexamples)} minimal counterexample(s):"]
+    for example in result.counterexamples:
+        last = example.steps[-1]
+        lines.append(f"- {example.kind} [{', '.join(example.divergence.classes)}] in {len(example.steps)} call(s)")
+        lines.extend(f"    {n}. {_call_text(step.request)}" for n, step in enumerate(example.steps, 1))
+        lines.append(f"    stub: {_brief(last.stub.to_dict())}; real: {_brief(last.real.to_dict())}; {example.divergence.detail}")
+    return "\n".join(lines)
 
 
 def _call_text(request: dict[str, Any]) -> str:
