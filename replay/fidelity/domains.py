@@ -23,6 +23,7 @@ FILES_WORLD = {
             "/workspace/notes.txt": "hello",
             "/workspace/docs/": None,
             "/workspace/docs/plan.md": "plan",
+            "/workspace/shared": {"symlink": "/home/alice"},  # a link out of the workspace, as harnesses mount
         },
         "canaries": {"/home/alice/secret.txt": "ssh-key", "/workspace-old/archive.txt": "old"},
     },
@@ -37,6 +38,8 @@ PATHS = st.sampled_from([
     "/workspace/new.txt",
     "/workspace/link",
     "/workspace/link/secret.txt",
+    "/workspace/shared/secret.txt",
+    "/workspace/shared/new.txt",
     "/workspace/link/../secret.txt",
     "/workspace/../home/alice/secret.txt",
     "../home/alice/secret.txt",
