@@ -18,7 +18,7 @@ import time
 from litmus_replay.envs.runtime import Runtime, get_runtime
 from litmus_replay.replay.fidelity.lab import _run, _seed
 from litmus_replay.replay.fidelity.machine import Tally, machine_for
-from litmus_replay.replay.fidelity.space import get_space
+from litmus_replay.replay.fidelity.registry import get_space
 
 
 def examples_per_second(domain: str, stub: Runtime, real: Runtime, examples: int, steps: int) -> tuple[Tally, float]:

@@ -3,7 +3,8 @@ property-based testing, with minimal counterexamples written as scenarios."""
 
 from .divergence import CLASSES, Divergence, compare
 from .lab import Counterexample, FidelityResult, measure
-from .space import CallSpace, call, get_space, register_space, space_names, stub_profiles, with_profile
+from .registry import get_space, register_space, space_names
+from .space import CallSpace, call, stub_profiles, with_profile
 
 __all__ = [
     "CLASSES",

@@ -17,7 +17,8 @@ from ..errors import UnknownName
 from .lab import DEFAULT_EXAMPLES, DEFAULT_STEPS, measure
 from .report import FidelityReport, print_report, write_report
 from .scenarios import write_counterexample
-from .space import get_space, stub_profiles
+from .registry import get_space, space_names
+from .space import stub_profiles
 
 EXIT_BAD_INPUT = 2
 
@@ -30,8 +31,6 @@ def _fail(message: str) -> None:
 def targets(names: tuple[str, ...]) -> list[tuple[str, str]]:
     """``DOMAIN`` (every profile of its stub) or ``DOMAIN:PROFILE`` -> (domain, profile) pairs; bad names
     exit 2 with one line."""
-    from .space import space_names
-
     chosen: list[tuple[str, str]] = []
     for name in names or tuple(space_names()):
         domain, _, profile = name.partition(":")
@@ -64,6 +63,12 @@ def fidelity_command(domains: tuple[str, ...], examples: int, steps: int, seed: 
     DOMAIN is a domain name (every profile of its stub) or DOMAIN:PROFILE; none means every domain with a
     call space."""
     chosen = targets(domains)
+    if runtime == "inprocess":  # a domain that executes what it is given has no real twin outside isolation
+        confined = sorted({domain for domain, _ in chosen if get_space(domain).needs_isolation})
+        if confined and domains:
+            _fail(f"--runtime: {', '.join(confined)} runs its real twin only in an isolated runtime "
+                  "(--runtime sandbox or docker)")
+        chosen = [(domain, profile) for domain, profile in chosen if domain not in confined]
     console = Console(highlight=False) if sys.stdout.isatty() else Console(highlight=False, width=160)
     out = Path(out_dir) if out_dir else None
     if out is not None and out.exists() and not out.is_dir():

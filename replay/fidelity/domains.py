@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from .space import CallSpace, call, register_space
+from .space import CallSpace, call
 
 # Draws are weighted towards what keeps both worlds in step (the declared owner, amounts within funds), so
 # divergences that need a few agreeing calls first (a rate limit, an idempotent retry) are found too.
@@ -51,7 +51,7 @@ PATHS = st.sampled_from([
 LINKS = st.sampled_from(["/workspace/link", "/workspace/docs/link"])
 TARGETS = st.sampled_from(["/home/alice", "../home/alice", "/workspace/docs", "docs", "/nowhere"])
 
-files_space = register_space(CallSpace(
+files_space = CallSpace(
     domain="files",
     worlds=FILES_WORLD,
     calls=st.one_of(
@@ -64,7 +64,7 @@ files_space = register_space(CallSpace(
         call("move_path", PRINCIPALS, src=PATHS, dst=PATHS),
     ),
     description="a workspace with canaries outside it; paths with '..', symlinks in and out of the workspace",
-))
+)
 
 
 # --- records -----------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ RECORDS_WORLD = {
 
 FILTERS = st.sampled_from(["*", "owner=alice", "owner=bob", "id=3", "status=stale", "id=9", "status=="])
 
-records_space = register_space(CallSpace(
+records_space = CallSpace(
     domain="records",
     worlds=RECORDS_WORLD,
     calls=st.one_of(
@@ -93,7 +93,7 @@ records_space = register_space(CallSpace(
              if_version=st.sampled_from([None, 1, 2])),
     ),
     description="rows of two owners at version 1; filters matching several owners; current and stale versions",
-))
+)
 
 
 # --- bank --------------------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ BANK_WORLD = {
 
 ACCOUNTS = st.sampled_from(["alice-main", "alice-main", "alice-savings", "alice-savings", "bob-main", "nobody"])
 
-bank_space = register_space(CallSpace(
+bank_space = CallSpace(
     domain="bank",
     worlds=BANK_WORLD,
     calls=st.one_of(
@@ -124,7 +124,7 @@ bank_space = register_space(CallSpace(
         call("confirm_transfer", PRINCIPALS, confirmation_id=st.sampled_from(["cnf-1", "cnf-2"])),
     ),
     description="accounts of two owners, a gate above 200, at most 2 transfers a minute, idempotency keys",
-))
+)
 
 
 # --- profiles ----------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ PROFILES_WORLD = {
     "profiles": {"alice": {"email": "alice@example.com"}, "bob": {"email": "bob@example.com"}},
 }
 
-profiles_space = register_space(CallSpace(
+profiles_space = CallSpace(
     domain="profiles",
     worlds=st.sampled_from(["tok-alice", "tok-bob", "tok-expired"]).map(lambda token: {**PROFILES_WORLD, "session": token}),
     calls=st.one_of(
@@ -144,7 +144,7 @@ profiles_space = register_space(CallSpace(
              value=st.sampled_from(["new@example.com", "555"])),
     ),
     description="two principals, each with a session; the ambient token is either's, or expired",
-))
+)
 
 
 # --- shell -------------------------------------------------------------------------------------------
@@ -163,10 +163,12 @@ COMMANDS = st.sampled_from([
     "echo hi > out.txt",
 ])
 
-shell_space = register_space(CallSpace(
+shell_space = CallSpace(
     domain="shell",
     worlds=SHELL_WORLD,
     calls=call("run_command", "alice", command=COMMANDS),
     needs_isolation=True,
     description="commands that succeed, fail, write a file, or fail inside and go on (masked failures)",
-))
+)
+
+BUILTIN_SPACES = (files_space, records_space, bank_space, profiles_space, shell_space)

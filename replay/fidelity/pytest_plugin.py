@@ -29,7 +29,8 @@ def stub_fidelity() -> Any:
 
     from .lab import measure
     from .report import describe_counterexamples
-    from .space import CallSpace, get_space
+    from .registry import get_space
+    from .space import CallSpace
 
     def check(space: CallSpace | str, *, min_agreement: float = 1.0, profile: str | None = None, examples: int = 50,
               seed: int = 0, steps: int = 5, runtime: str = "inprocess") -> Any:

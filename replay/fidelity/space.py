@@ -1,26 +1,19 @@
 """A call space: what the fidelity lab drives into one domain — its initial worlds and the calls to try.
 
-The built-in domains have theirs (:mod:`.domains`); a plug-in domain registers its own with
-:func:`register_space` or through the ``litmus_replay.fidelity`` entry-point group, or hands one straight
-to the pytest plugin's ``stub_fidelity`` fixture.
+The built-in domains have theirs (:mod:`.domains`); a plug-in domain registers its own (:mod:`.registry`) or
+hands one straight to the pytest plugin's ``stub_fidelity`` fixture.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any, Mapping
 
 from hypothesis import strategies as st
 
 from litmus_replay.envs.domain import PROFILE_KEY, domain_class
 
-from ..errors import UnknownName
-
-__all__ = ["CallSpace", "ENTRY_POINT_GROUP", "call", "get_space", "register_space", "space_names", "stub_profiles", "with_profile"]
-
-ENTRY_POINT_GROUP = "litmus_replay.fidelity"
-
+__all__ = ["CallSpace", "call", "stub_profiles", "with_profile"]
 
 @dataclass(frozen=True)
 class CallSpace:
@@ -66,42 +59,6 @@ def call(tool: str, principal: Any = "alice", **params: Any) -> st.SearchStrateg
     return st.fixed_dictionaries(fields).map(build)
 
 
-_SPACES: dict[str, CallSpace] = {}
-_entry_points_loaded = False
-
-
-def register_space(space: CallSpace) -> CallSpace:
-    """Make a call space available to ``litmus-replay fidelity`` under its domain's name."""
-    _SPACES[space.domain] = space
-    return space
-
-
-def space_names() -> list[str]:
-    _load()
-    return sorted(_SPACES)
-
-
-def get_space(domain: str) -> CallSpace:
-    """The call space for a domain; raises :class:`UnknownName` listing the domains that have one."""
-    _load()
-    if domain not in _SPACES:
-        raise UnknownName("fidelity domain", domain, space_names())
-    return _SPACES[domain]
-
-
 def stub_profiles(domain: str) -> list[str]:
     """The named profiles of a domain's stub."""
     return list(domain_class(domain, "stub").profiles)
-
-
-def _load() -> None:
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from . import domains  # noqa: F401  (registers the built-in domains' spaces)
-
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        loaded = entry.load()
-        if isinstance(loaded, CallSpace):
-            register_space(loaded)
