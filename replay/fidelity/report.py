@@ -106,7 +106,7 @@ def describe_counterexamples(result: FidelityResult) -> str:
         last = example.steps[-1]
         lines.append(f"- {example.kind} [{', '.join(example.divergence.classes)}] in {len(example.steps)} call(s)")
         lines.extend(f"    {n}. {_call_text(step.request)}" for n, step in enumerate(example.steps, 1))
-        lines.append(f"    stub: {_brief(last.stub.to_dict())}; real: {_brief(last.real.to_dict())}; {example.divergence.detail}")
+        lines.append(f"    stub: {_outcome_text(last.stub.to_dict())}; real: {_outcome_text(last.real.to_dict())}; {example.divergence.detail}")
     return "\n".join(lines)
 
 
@@ -133,7 +133,7 @@ def report_html(report: FidelityReport) -> str:
         for example in result["counterexamples"]:
             calls = "".join(
                 f"<tr><td>t{n}.c1</td><td>{_e(c['request']['tool'])}</td><td><code>{_e(c['request']['params'])}</code></td>"
-                f"<td>{_e(c['request']['principal'])}</td><td>{_e(_brief(c['stub']))}</td><td>{_e(_brief(c['real']))}</td></tr>"
+                f"<td>{_e(c['request']['principal'])}</td><td>{_e(_outcome_text(c['stub']))}</td><td>{_e(_outcome_text(c['real']))}</td></tr>"
                 for n, c in enumerate(example["calls"], 1)
             )
             scenario = f"<p>scenario: <code>{_e(example['scenario'])}</code></p>" if example.get("scenario") else ""
@@ -155,7 +155,7 @@ def report_html(report: FidelityReport) -> str:
     )
 
 
-def _brief(outcome: dict[str, Any]) -> str:
+def _outcome_text(outcome: dict[str, Any]) -> str:
     if outcome["status"] == "error":
         return f"error {outcome['error_code']}"
     total = outcome["effects"]["counts"]["total"]
