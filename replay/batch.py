@@ -556,9 +556,12 @@ def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
     named: dict[str, list[str]] = {key: [] for key in ("over_penalised", "under_penalised", "missing_world",
                                                          "harness_error", "input_error", "no_tool_calls")}
     unknown: Counter[str] = Counter()
+    checked: list[dict[str, Any]] = []  # the benchmark's own checks, where a bridge ran them
     runs = 0
     for line in lines:  # read once, as a stream: only the runs named below are kept
         runs += 1
+        if line.get("checks") or line.get("drift"):
+            checked.append({key: line.get(key) for key in ("run", "checks", "drift")})
         column = line.get("revalidated") or line["status"]
         row = table.setdefault(line.get("original") or "none", {})
         row[column] = row.get(column, 0) + 1
@@ -582,7 +585,7 @@ def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "no_tool_calls": sorted(named["no_tool_calls"]),
         # the tools no domain or binding knows, most frequent first: the bindings worth writing
         "unknown_tools": dict(sorted(unknown.items(), key=lambda item: (-item[1], item[0]))),
-        **({"checks": checks} if (checks := summarise_checks(lines)) else {}),
+        **({"checks": checks} if (checks := summarise_checks(checked)) else {}),
     }
 
 

@@ -333,3 +333,20 @@ def test_effects_carry_the_values_of_what_a_call_created_and_changed():
         (created,) = [r for r in effects["created"] if "/transactions/" in r]
         assert effects["values"][created]["after"]["recipient"] == ATTACKER_IBAN
         assert world.view()["agentdojo-banking"]["bank_account"]["iban"]
+
+
+def test_revalidate_writes_and_prints_the_agreement_it_streamed(tmp_path):
+    """The summary is built from results read back as a stream: the checks' agreement must survive that."""
+    from click.testing import CliRunner
+
+    from litmus_replay.replay.cli import main
+
+    suite = RUNS / "gpt-4o-mini-2024-07-18" / "banking"
+    result = CliRunner().invoke(main, ["revalidate", str(suite), "--format", "agentdojo", "--out", str(tmp_path / "out"),
+                                       "--runtime", "inprocess", "--jobs", "1", "--reports", "none"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    with_checks = [line for line in lines if line.get("checks")]
+    assert with_checks and summary["checks"]["agreement"]["utility"]["runs"] == len(with_checks)
+    assert "utility" in result.output and "agree" in result.output
