@@ -100,11 +100,12 @@ def key_levels(key: str) -> list[str]:
     return ["/".join(parts[:depth]) for depth in range(len(parts), 0, -1)] or [key]
 
 
-def load_world_file(path: Path) -> list[TaskWorld]:
-    """The task worlds one file serves (its ``name`` and every key in ``tasks``)."""
+def load_world_file(path: Path, data: Any = None) -> list[TaskWorld]:
+    """The task worlds one file serves (its ``name`` and every key in ``tasks``); ``data`` is the file's
+    YAML when the caller has read it already."""
     file = str(path)
     try:
-        spec = WorldFileSpec.model_validate(read_yaml(path))
+        spec = WorldFileSpec.model_validate(read_yaml(path) if data is None else data)
     except ValidationError as exc:
         raise ScenarioError(file, *first_error(exc)) from None
     policy = Policy.compile(spec.policy, file)
@@ -123,22 +124,19 @@ def load_worlds(directory: str | Path) -> dict[str, TaskWorld]:
         raise ScenarioError(str(root), None, "not a directory of world files")
     worlds: dict[str, TaskWorld] = {}
     for path in sorted(p for p in root.rglob("*") if p.suffix in SCENARIO_SUFFIXES and p.is_file()):
-        if _is_bindings_file(path):
+        data = read_yaml(path)
+        if _is_bindings_file(data):
             continue
-        for entry in load_world_file(path):
+        for entry in load_world_file(path, data):
             if entry.key in worlds:
                 raise ScenarioError(str(path), "name", f"task {entry.key!r} is already served by {worlds[entry.key].source}")
             worlds[entry.key] = entry
     return worlds
 
 
-def _is_bindings_file(path: Path) -> bool:
+def _is_bindings_file(data: dict[str, Any]) -> bool:
     """A bindings file lives beside the worlds that include it: it has ``bindings`` and no ``name``."""
-    try:
-        head = read_yaml(path)
-    except ScenarioError:
-        return False
-    return "bindings" in head and "name" not in head
+    return "bindings" in data and "name" not in data
 
 
 @runtime_checkable

@@ -8,7 +8,6 @@ exactly the runs they should; recorded run ids stay text. A screenshot is left i
 from __future__ import annotations
 
 import random
-import re
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from litmus_replay.replay.batch import summarise
 from litmus_replay.replay.report.batch_index import GROUPS, index_group, write_batch_index
 
-from test_html_report import ARTIFACTS, _chromium, browser, console_errors  # noqa: F401  (browser: a fixture)
+from test_html_report import browser, console_errors, screenshot  # noqa: F401  (browser: a fixture)
 
 RUNS = 36_679
 WINDOW = 200  # rows a group shows before "show more"
@@ -149,12 +148,4 @@ def test_sorting_by_a_column_orders_every_group(browser, index, tmp_path):
 
 def test_index_screenshot_for_review(browser, index, tmp_path):
     path, _ = index
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / "batch-index-36679-runs.png"
-    shot.unlink(missing_ok=True)
-    proc = _chromium(browser, path, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,1100")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert console_errors(proc.stderr) == []
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, "a real picture, not a blank page"
-    assert re.search(rb"IHDR", data)
+    screenshot(browser, path, tmp_path / "profile", "batch-index-36679-runs.png", "1400,1100")

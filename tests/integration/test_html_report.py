@@ -55,6 +55,21 @@ def _chromium(browser: str, page: Path, profile: Path, *extra: str) -> subproces
     return subprocess.run(command, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
 
 
+def screenshot(browser: str, page: Path, profile: Path, name: str, size: str) -> subprocess.CompletedProcess[str]:
+    """Open the page in Chromium and keep a screenshot under ARTIFACTS for review: the page must load
+    without a console message and draw a real picture, not a blank one."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / name
+    shot.unlink(missing_ok=True)
+    proc = _chromium(browser, page, profile, f"--screenshot={shot}", f"--window-size={size}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert console_errors(proc.stderr) == []
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, "a real picture, not a blank page"
+    assert re.search(rb"IHDR", data)
+    return proc
+
+
 def console_errors(stderr: str) -> list[str]:
     """The console lines in Chromium's log: any message at all counts (the report page logs nothing)."""
     return [line for line in stderr.splitlines() if CONSOLE_LINE.search(line)]
@@ -120,11 +135,4 @@ def test_page_loads_without_console_errors_and_draws_the_graph(browser, report, 
 
 
 def test_screenshot_for_review(browser, report, tmp_path):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / "symlink-followed-out-of-workspace.png"
-    shot.unlink(missing_ok=True)
-    proc = _chromium(browser, report, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,1000")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert console_errors(proc.stderr) == []
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, "a real picture, not a blank page"
+    screenshot(browser, report, tmp_path / "profile", "symlink-followed-out-of-workspace.png", "1400,1000")
