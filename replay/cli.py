@@ -439,6 +439,15 @@ def _fidelity() -> None:
 _fidelity()
 
 
+def _nearmiss() -> None:
+    from .nearmiss.command import nearmiss_command
+
+    main.add_command(nearmiss_command)
+
+
+_nearmiss()
+
+
 @main.group()
 def image() -> None:
     """The container image the docker runtime runs worlds in."""

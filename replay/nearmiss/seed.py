@@ -1,0 +1,130 @@
+"""The run a near-miss search starts from: a scenario's world, policy, bindings and one trajectory, the
+verdict of its own replay, and everything its agent saw (the plausibility pool).
+
+A seed comes from a scenario file (:func:`seeds_from_scenario`, one per trajectory) or from a world a
+provider serves, as for an AgentDojo run (:func:`seed_from_task_world`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from litmus_replay.envs.runtime import Runtime, get_runtime
+
+from ..analysis import Analysis, analyse
+from ..bindings import Binding, Bindings
+from ..engine import Replayer
+from ..model import Trajectory
+from ..policy import Policy, PolicySpec
+from ..scenario import Scenario, load_scenario
+from ..worlds import TaskWorld
+from .draft import Draft
+from .plausible import Seen, world_numbers, world_visible
+from .verdict import Verdict, verdict_of
+
+__all__ = ["Seed", "SeedReplayer", "seed_from_task_world", "seeds_from_scenario"]
+
+_POLICY_NUMBER = re.compile(r"(?<![\w.'\"])(\d+(?:\.\d+)?)(?![\w.'\"])")
+
+
+@dataclass
+class Seed:
+    """One original run, ready to be mutated and replayed."""
+
+    name: str
+    source: str
+    world: dict[str, Any]
+    policy_spec: PolicySpec
+    policy: Policy
+    bindings: Bindings
+    bindings_doc: list[dict[str, Any]]
+    trajectory: Trajectory
+    draft: Draft = field(init=False)
+    seen: Seen = field(init=False)
+    verdict: Verdict = field(init=False)
+    analysis: Analysis = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.draft = Draft.of(self.world, self.trajectory)
+
+    def prepare(self, replayer: "SeedReplayer") -> "Seed":
+        """Replay the original once: its verdict, and the outputs its agent could have seen."""
+        self.analysis = replayer.analyse(self, self.draft)
+        self.verdict = verdict_of(self.analysis, self.draft.origins())
+        self.seen = self._seen()
+        return self
+
+    def domain_call(self, call: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+        """The domain tool a recorded call reaches, and its recorded argument name per domain argument."""
+        binding: Binding | None = self.bindings.get(call["tool"])
+        if binding is None:
+            return call["tool"], {name: name for name in call.get("arguments", {})}
+        names = {binding.spec.args.get(name, name): name for name in call.get("arguments", {})}
+        return binding.to, names
+
+    def _seen(self) -> Seen:
+        seen = Seen()
+        for value in world_visible(self.world):
+            seen.add(value)
+        seen.principals = [str(p) for p in (self.world.get("principals") or [])]
+        for _, call in self.trajectory.calls():
+            seen.add(call.arguments)
+            if call.result is not None:
+                seen.add(call.result.output)
+                seen.add(call.result.error)
+        for replayed in self.analysis.replay.calls:
+            seen.add(replayed.stub.output)
+            if replayed.real is not None:
+                seen.add(replayed.real.output)
+        for rule in self.policy_spec.rules:
+            for match in _POLICY_NUMBER.findall(rule.when):
+                seen.add_boundary(float(match), f"rule {rule.id}")
+            seen.words.update(re.findall(r"'([^']*)'", rule.when))  # literals the agent was told
+        for number, where in world_numbers(self.world):
+            seen.add_boundary(number, where)
+        return seen
+
+
+class SeedReplayer:
+    """Replays drafts of seeds: the stub in-process, the real world in the runtime given."""
+
+    def __init__(self, real_runtime: Runtime | None = None) -> None:
+        self.stub_runtime = get_runtime("inprocess")
+        self.real_runtime = real_runtime or get_runtime("inprocess")
+        self.replays = 0
+
+    def analyse(self, seed: Seed, draft: Draft) -> Analysis:
+        self.replays += 1
+        replayer = Replayer(seed.policy, self.stub_runtime, self.real_runtime)
+        return analyse(replayer.replay(draft.to_trajectory(), draft.world, seed.name, seed.bindings))
+
+
+def seeds_from_scenario(path: str | Path) -> list[Seed]:
+    """One seed per trajectory of the scenario (raises :class:`ScenarioError` for a file that does not load)."""
+    scenario = load_scenario(path)
+    return [_seed(scenario, trajectory, len(scenario.trajectories) > 1) for trajectory in scenario.trajectories]
+
+
+def _seed(scenario: Scenario, trajectory: Trajectory, several: bool) -> Seed:
+    name = f"{scenario.name}-{trajectory.id}" if several else scenario.name
+    bindings_doc = [
+        binding.spec.model_dump(mode="json", exclude_defaults=True) for binding in scenario.bindings.by_tool.values()
+    ]
+    return Seed(name, str(scenario.path), dict(scenario.spec.world), scenario.spec.policy, scenario.policy,
+                scenario.bindings, bindings_doc, trajectory)
+
+
+def seed_from_task_world(trajectory: Trajectory, task_world: TaskWorld, name: str | None = None) -> Seed:
+    """A seed from a world a provider serves (an AgentDojo run and its benchmark's world and policy)."""
+    spec = PolicySpec(rules=[rule.spec for rule in task_world.policy.rules])
+    bindings_doc = [b.spec.model_dump(mode="json", exclude_defaults=True) for b in task_world.bindings.by_tool.values()]
+    return Seed(name or _slug(f"{task_world.key}-{trajectory.id}"), task_world.source, dict(task_world.world), spec,
+                task_world.policy, task_world.bindings, bindings_doc, trajectory)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80] or "run"
+
