@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -59,6 +60,11 @@ class Mutant:
         if self.one_more is not None:
             return changed, "boundary", self.one_more.operator, self.one_more_flips
         return changed, self.flips
+
+    @property
+    def fingerprint(self) -> str:
+        """The run itself: two edit sets that make the same world and trajectory are one mutant."""
+        return json.dumps([self.draft.world, self.draft.trajectory_document()], sort_keys=True, default=str)
 
     def covers(self) -> set[tuple[str, str]]:
         """What this mutant adds to a suite: pair classes it flips to, detectors it fires, its operators."""
@@ -145,16 +151,20 @@ class Search:
         rank = {change: index for index, change in enumerate(candidates)}  # rule boundaries before world ones
         tried = sorted(self.tried.items(), key=lambda item: (len(item[0]), sorted(rank[e] for e in item[0])))
         kept: dict[tuple, Mutant] = {}
+        runs: set[str] = set()
         for edits, result in tried:
             if result is None or not result.flips:
                 continue
             mutant = self._shrink(edits, result)
-            kept.setdefault(mutant.dedupe_key, mutant)
+            if mutant.fingerprint not in runs:
+                runs.add(mutant.fingerprint)
+                kept.setdefault(mutant.dedupe_key, mutant)
         for edits, result in tried:
             if result is None or result.flips or len(edits) != 1:
                 continue
             mutant = self._boundary(edits[0], result, candidates)
-            if mutant is not None:
+            if mutant is not None and mutant.fingerprint not in runs:
+                runs.add(mutant.fingerprint)
                 kept.setdefault(mutant.dedupe_key, mutant)
         return list(kept.values())
 

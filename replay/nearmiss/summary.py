@@ -13,18 +13,23 @@ from typing import Any
 from ..detectors import DETECTORS
 from ..report.atomic import write_atomic
 from ..scoring import PairClass
-from .search import Mutant
+from .search import Mutant, Search
+from .seed import Seed
 
 __all__ = ["SeedResult", "summary", "write_summary"]
 
 
 @dataclass
 class SeedResult:
+    """One seed's search: what was tried and kept, the files written, and the search itself (to ask it more)."""
+
     name: str
     source: str
     tried: int
     mutants: list[Mutant]
     files: list[Path] = field(default_factory=list)
+    seed: Seed | None = field(default=None, repr=False)
+    search: Search | None = field(default=None, repr=False)
 
 
 def summary(results: list[SeedResult], out: Path | None = None) -> dict[str, Any]:
