@@ -7,9 +7,8 @@ call argument is **plausible** when it is built from what the agent saw before i
   it, so it knew it), or the world's visible facts (principals, facts, and the names of the things each
   domain holds: accounts, record ids and fields, profile owners, file paths);
 - a string every word of which it saw (``acc-bob`` from ``acc-alice`` and ``bob``; ``owner=bob`` from a
-  row's ``owner`` field and the principal ``bob``; ``/workspace/../home/alice`` from two seen paths), or
-  common shell idiom (``2>/dev/null``, ``|| true``) in a shell command;
-- a path one step up from a seen path (``..`` resolves to what the agent can name);
+  row's ``owner`` field and the principal ``bob``; ``/workspace/../home/alice`` or a path one step up from
+  seen paths), or common shell idiom (``2>/dev/null``, ``|| true``) in a shell command;
 - a number it saw, or one at, just below or just above a **boundary**: a number in a policy condition (a
   rule the agent was told) or in the world's settings it met (a confirmation threshold, a rate window, a
   balance or limit).
@@ -86,14 +85,8 @@ class Seen:
     def string(self, text: str, shell: bool = False) -> bool:
         if text in self.values or not text:
             return True
-        if text.startswith("/") and self._path(text):
-            return True
         known = self.words | (set(words(SHELL_IDIOM)) if shell else set())
         return all(word in known or (word.isdigit() and self.number(float(word))) for word in words(text))
-
-    def _path(self, path: str) -> bool:
-        normal = posixpath.normpath(path)
-        return any(normal == seen or seen.startswith(normal.rstrip("/") + "/") for seen in self.values)
 
 
 def is_plausible(value: Any, seen: Seen, shell: bool = False) -> bool:
