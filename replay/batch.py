@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import multiprocessing.util
 import os
 import re
+import signal
 import threading
 from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -218,7 +221,30 @@ def _worker_state(worlds_dir: str | None, runtime: str) -> dict[str, Any]:
         if _WORKER.get("key") != key:
             _close_worker_locked()
             _WORKER.update(key=key, worlds=WorldCatalog.load(worlds_dir), runtime=get_runtime(runtime))
+            _close_at_worker_exit()
         return dict(_WORKER)
+
+
+_FINALIZER: list[Any] = []
+
+
+def _close_at_worker_exit() -> None:
+    """In a pool's worker process, close the runtime (and the worlds open in it) when the worker ends.
+
+    A worker ends through multiprocessing's own exit path, which runs its finalizers but not ``atexit``:
+    without this its warm containers (docker) and staging directory (sandbox) would outlive the batch. A
+    pool that breaks ends its other workers with SIGTERM: that becomes ``SystemExit``, so the world a worker
+    was replaying is closed (its directory removed) on the way out too.
+    """
+    if multiprocessing.parent_process() is None or _FINALIZER:
+        return
+    _FINALIZER.append(multiprocessing.util.Finalize(None, close_worker, exitpriority=10))
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def close_worker() -> None:

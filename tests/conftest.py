@@ -19,6 +19,29 @@ settings.register_profile("default", deadline=None, suppress_health_check=[Healt
 settings.load_profile("default")
 
 
+@pytest.fixture()
+def env_server():
+    """Start env servers (``python -m litmus_replay.envs.server --stdio``) and end each as a user would:
+    end of input, so it removes the world directory it made (a killed server cannot)."""
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "litmus_replay.envs.server", "--stdio"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
 @pytest.fixture(scope="session")
 def tickets_plugin() -> Path:
     """The example plug-in distribution, installed into this environment with pip as a user installs it (its

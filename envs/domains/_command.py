@@ -8,7 +8,8 @@ Where every principal shares the server's one uid (a sandbox without subordinate
 uid and execs without any capability (``no_capabilities``: securebits and no ambient set). When the command ends, times out or floods its output, everything still running as that uid is killed
 (a helper process that becomes the principal and ``kill(-1, SIGKILL)``s until nothing answers), and the
 server — a child subreaper — reaps every descendant before it answers, so no background process or fork
-bomb outlives the call.
+bomb outlives the call. Between the server and the command sits a tracer (:mod:`._trace`), the command's
+parent, that records how each of its processes ended.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import json
 import os
 import resource
 import select
@@ -23,10 +25,13 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from . import _trace
+
 KEEP = 64 * 1024  # bytes of each stream kept in the outcome; the rest is read and discarded
 HARD_CAP = 8 * 1024 * 1024  # bytes of output (both streams) after which the command is killed
 EVIDENCE_FD = 62  # where the shell prelude reports swallowed errors
 EVIDENCE_CAP = 64 * 1024
+TRACE_CAP = 256 * 1024  # the tracer sends at most _trace.MAX_FAILURES records and a final one
 REAP_GRACE = 2.0  # s to kill and reap what a command left behind
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 28, 47, 4
@@ -69,6 +74,7 @@ class Result:
     evidence: list[str]
     leftovers: int  # processes still there after the command's own process ended (killed)
     elapsed: float
+    trace: "Trace"
 
 
 class SpawnError(OSError):
@@ -89,17 +95,23 @@ def become_subreaper() -> bool:
 
 
 def run(command: Command) -> Result:
-    """Run a command to completion, timeout or output overflow, then kill and reap all it left."""
+    """Run a command to completion, timeout or output overflow, then kill and reap all it left.
+
+    The command's parent is a tracer (:mod:`._trace`) that records how each of its processes ended; the
+    tracer is the process this one watches, and its last record carries the command's own status.
+    """
     started = time.monotonic()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     ev_r, ev_w = os.pipe()
+    trace_r, trace_w = os.pipe()
     exec_r, exec_w = os.pipe2(os.O_CLOEXEC)
     child_fds = {1: out_w, 2: err_w, EVIDENCE_FD: ev_w}
+    channel = f"pipe:[{os.fstat(ev_w).st_ino}]"
     pid = os.fork()
-    if pid == 0:  # pragma: no cover  (the child execs or exits)
-        _child(command, child_fds, exec_w)
-    for fd in (out_w, err_w, ev_w, exec_w):
+    if pid == 0:  # pragma: no cover  (the tracer exits)
+        _tracer(command, child_fds, exec_w, trace_w, channel)
+    for fd in (out_w, err_w, ev_w, exec_w, trace_w):
         os.close(fd)
     try:
         failure = _read_all(exec_r)
@@ -107,18 +119,19 @@ def run(command: Command) -> Result:
         os.close(exec_r)
     if failure:
         os.waitpid(pid, 0)
-        for fd in (out_r, err_r, ev_r):
+        for fd in (out_r, err_r, ev_r, trace_r):
             os.close(fd)
         stage, _, code = failure.decode().partition(":")
         raise SpawnError(int(code or errno.EIO), stage)
-    watch = _Watch(pid, {out_r: "stdout", err_r: "stderr", ev_r: "evidence"})
+    watch = _Watch(pid, {out_r: "stdout", err_r: "stderr", ev_r: "evidence", trace_r: "trace"})
     try:
         watch.until(started + command.timeout)
         leftovers = _kill_and_reap(command, watch)
         watch.drain(time.monotonic() + 0.5)
     finally:
         watch.close()
-    status = watch.status if watch.status is not None else 0
+    trace = _trace_records(bytes(watch.kept["trace"]))
+    status = trace.end if trace.end is not None else (watch.status if watch.status is not None else 0)
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     exit_code = 128 + sig if sig is not None else os.waitstatus_to_exitcode(status)
     evidence = watch.kept["evidence"].decode("utf-8", "replace").splitlines()
@@ -133,7 +146,53 @@ def run(command: Command) -> Result:
         evidence=[line for line in evidence if line.strip()],
         leftovers=leftovers,
         elapsed=time.monotonic() - started,
+        trace=trace,
     )
+
+
+def _tracer(command: Command, fds: dict[int, int], exec_w: int, trace_w: int, channel: str) -> None:  # pragma: no cover
+    """In the forked tracer: start the command as its traced child, then follow it (never returns)."""
+    try:
+        os.setsid()
+        child = os.fork()
+        if child == 0:
+            _child(command, fds, exec_w)
+        keep = fcntl.fcntl(trace_w, fcntl.F_DUPFD_CLOEXEC, 3)
+        os.closerange(3, keep)
+        os.closerange(keep + 1, max(keep + 2, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        owner = (command.uid, command.gid) if command.uid is not None and command.gid is not None else None
+        _trace.supervise(child, keep, EVIDENCE_FD, channel, owner)
+    finally:
+        os._exit(70)
+
+
+@dataclass
+class Trace:
+    """What the tracer saw: the processes that failed, the command's status, the shell's report channel."""
+
+    failures: list[dict] = field(default_factory=list)
+    more: int = 0
+    end: int | None = None  # raw wait status of the command's process (None: the tracer did not finish)
+    traced: bool = False
+    channel: str | None = None  # intact, closed, replaced, copied (None: not checked)
+
+
+def _trace_records(raw: bytes) -> Trace:
+    trace = Trace()
+    for line in raw.decode("utf-8", "replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if "end" in record:
+            trace.end, trace.traced = int(record["end"]), bool(record.get("traced"))
+            trace.channel, trace.more = record.get("channel"), int(record.get("more") or 0)
+        else:
+            trace.failures.append(record)
+    return trace
 
 
 def _read_all(fd: int) -> bytes:
@@ -147,7 +206,6 @@ def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragm
     """In the forked child: become the principal, bound the process, exec. Never returns."""
     stage, report = "setup", exec_w
     try:
-        os.setsid()
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE/SIGXFSZ; exec keeps ignored ones
         # Move every descriptor out of the way first, so placing one never clobbers another.
@@ -185,6 +243,7 @@ def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragm
                     or libc.prctl(PR_SET_SECUREBITS, SECBITS_NO_CAPABILITIES, 0, 0, 0) != 0):
                 raise OSError(ctypes.get_errno(), "prctl")
         stage = "exec"
+        _trace.trace_me()  # where ptrace is refused the command runs untraced (the tracer says so)
         os.execve(command.executable, command.argv, command.env)
     except OSError as exc:
         _report(report, f"{stage}:{exc.errno or errno.EIO}")
@@ -251,14 +310,14 @@ class _Watch:
             del self.streams[fd]
             return
         name = self.streams[fd]
-        limit = EVIDENCE_CAP if name == "evidence" else KEEP
+        limit = {"evidence": EVIDENCE_CAP, "trace": TRACE_CAP}.get(name, KEEP)
         kept = self.kept[name]
         room = limit - len(kept)
         if room > 0:
             kept += chunk[:room]
-        if len(chunk) > room and name != "evidence":
+        if len(chunk) > room and name in ("stdout", "stderr"):
             self.truncated = True
-        if name != "evidence":
+        if name in ("stdout", "stderr"):
             self.total += len(chunk)
             if self.total > HARD_CAP:
                 self.overflowed = True

@@ -20,16 +20,21 @@ way its effects (the world's files before and after) are recorded, so a killed c
 still counts as committed. After every command, whatever it left running under the principal's uid is
 killed and reaped (see :mod:`._command`).
 
-Swallowed errors: the command runs after a one-line bash prelude whose DEBUG trap sees the status of each
-simple command before the next one starts (and, at exit, each stage of a final pipeline). A failure the
-script went on from — ``false || true``, ``cmd 2>/dev/null; echo ok``, a failing stage of a pipeline
-without ``pipefail`` — is written to a private descriptor (so redirecting stderr does not hide it) and
-recorded as evidence ``swallowed error: ...``. (Between the stages of a pipeline the trap sees the
-status from before the pipeline, so while the shell has children it does not judge; a failure while a
-background job runs is missed.) Status 1 of a predicate (``test``, ``[``, ``grep``, ``diff``,
-...) is an answer, not an error, and SIGPIPE in a non-final pipeline stage is how pipelines end; neither
-is reported. A failure inside a subshell or command substitution is attributed to the last command the
-shell itself ran.
+Swallowed errors are seen from outside the command. Its parent is a tracer (see :mod:`._trace`): the
+env server's uid, which the principal can neither signal, write to nor trace, following every process
+of the command with ptrace. When the command's status is 0, each of its processes that failed — a
+program that exited non-zero or was killed, or a subshell that did — is recorded as evidence
+``swallowed error: `argv` exited N`` (``cmd 2>/dev/null; echo ok``, ``cp a b || true``, a failing stage
+of a pipeline without ``pipefail``), the command's own text escaped. Status 1 of a predicate (``test``,
+``[``, ``grep``, ``diff``, ...) is an answer, not an error, and SIGPIPE is how pipelines end; neither is
+reported. A subshell that only passes on its child's failure is not counted twice.
+
+The command also runs after a one-line bash prelude whose DEBUG trap reports, on fd 62, the status of
+each simple command the script went on from — including builtins (``false || true``, a failed ``cd``)
+that no tracer sees. The command owns that shell, so it can silence or write that channel: those lines
+are kept as ``the command's shell reports (unverified): ...`` and never count as a swallowed error; if
+the command closed, replaced or copied fd 62 the evidence says so. Where ptrace is refused the command
+runs untraced and the evidence says that too.
 
 Stub: a harness's canned shell. It returns the recorded output (a dict as it is, a string as stdout with
 exit status 0), a recorded error as 500, and an empty success when nothing was recorded.
@@ -64,7 +69,11 @@ PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 REFUSAL = ("run_command executes recorded content and needs an isolated runtime: "
            "use --runtime sandbox or --runtime docker")
 SWALLOWED = "swallowed error: "
+SHELL_SAYS = "the command's shell reports (unverified): "
 MAX_EVIDENCE_LINES = 20
+MAX_TEXT = 200  # characters of a command's own text in one line of evidence
+# A predicate's status 1 is an answer, not an error (as the prelude's __lr_q says for the shell's view).
+PREDICATES = frozenset({"test", "[", "[[", "grep", "egrep", "fgrep", "zgrep", "cmp", "diff", "pgrep", "which", "expr"})
 EMPTY = {"exit_code": 0, "stdout": "", "stderr": "", "truncated": False}
 
 # Reports, on fd 62, each failure the script went on from (see the module docstring). One line, ending in
@@ -247,11 +256,8 @@ class ShellReal(_Shell):
         return self._answer(call, result, limit)
 
     def _answer(self, call: Call, result: _command.Result, limit: float) -> dict[str, Any]:
-        swallowed = result.evidence
-        for line in swallowed[:MAX_EVIDENCE_LINES]:
-            call.note(SWALLOWED + line)
-        if len(swallowed) > MAX_EVIDENCE_LINES:
-            call.note(f"{SWALLOWED}... and {len(swallowed) - MAX_EVIDENCE_LINES} more")
+        for line in swallowed_evidence(result):
+            call.note(line)
         if result.leftovers:
             call.note(f"killed {result.leftovers} process(es) the command left behind")
         if result.truncated:
@@ -318,6 +324,75 @@ class ShellReal(_Shell):
         return file_view(self._scanner.values(self.root)) if self.root is not None else {}
 
 
+def swallowed_evidence(result: _command.Result) -> list[str]:
+    """The evidence lines about failures a command went on from (see the module docstring).
+
+    ``swallowed error:`` lines come from the tracer alone — the kernel's account of how each process
+    ended, which the command cannot reach — and only for a command whose own status is 0. The shell's
+    prelude reports are the command's own account (it controls its shell, so it can hide or write them):
+    they are kept, marked unverified, and never become a finding. Every piece of text the command could
+    choose (its argv, its shell's lines) is escaped.
+    """
+    lines: list[str] = []
+    trace = result.trace
+    if not trace.traced and trace.end is not None:
+        lines.append("not traced here (ptrace refused): how the command's processes ended was not observed")
+    elif trace.end is None and not (result.timed_out or result.overflowed):
+        lines.append("the tracer ended before the command: how its processes ended is not known")
+    if trace.channel not in (None, "intact"):
+        lines.append(f"the command {trace.channel} its shell's report descriptor (fd {_command.EVIDENCE_FD}): "
+                     "the shell's own account below is incomplete or forged")
+    if result.exit_code == 0 and not result.timed_out and not result.overflowed:
+        failures = [failure for failure in trace.failures if _counts(failure)]
+        for failure in failures[:MAX_EVIDENCE_LINES]:
+            lines.append(SWALLOWED + _describe(failure))
+        extra = len(failures) - MAX_EVIDENCE_LINES + trace.more
+        if extra > 0:
+            lines.append(f"{SWALLOWED}... and {extra} more")
+    said = result.evidence
+    for line in said[:MAX_EVIDENCE_LINES]:
+        lines.append(SHELL_SAYS + visible_text(line))
+    if len(said) > MAX_EVIDENCE_LINES:
+        lines.append(f"{SHELL_SAYS}... and {len(said) - MAX_EVIDENCE_LINES} more")
+    return lines
+
+
+def _counts(failure: Mapping[str, Any]) -> bool:
+    """Whether a failed process is a swallowed error: not a predicate's answer, not a pipeline's SIGPIPE."""
+    status = failure.get("status")
+    if not isinstance(status, int):
+        return False
+    if os.WIFSIGNALED(status):
+        return os.WTERMSIG(status) != signal.SIGPIPE
+    argv = failure.get("argv") or [""]
+    name = posixpath.basename(str(argv[0]))
+    return not (failure.get("exec") and os.waitstatus_to_exitcode(status) == 1 and name in PREDICATES)
+
+
+def _describe(failure: Mapping[str, Any]) -> str:
+    status = failure["status"]
+    if os.WIFSIGNALED(status):
+        how = f"was killed by signal {os.WTERMSIG(status)} ({_signal_name(os.WTERMSIG(status))})"
+    else:
+        how = f"exited {os.waitstatus_to_exitcode(status)}"
+    if not failure.get("exec"):
+        return f"a subshell of the command {how}"
+    argv = [str(arg) for arg in failure.get("argv") or []]
+    return f"`{visible_text(' '.join(argv), quoted=True)}` {how}"
+
+
+def visible_text(text: str, quoted: bool = False) -> str:
+    """Text a command chose, safe to show: control, bidi and other invisible characters as escapes, capped;
+    ``quoted`` text goes between backticks, so a backtick in it is escaped too."""
+    shown = "".join(ch if ch.isprintable() and not (quoted and ch in "`\\") else _escape(ch) for ch in text)
+    return shown if len(shown) <= MAX_TEXT else shown[: MAX_TEXT - 1] + "…"
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 @contextmanager
 def _effective_root() -> Iterator[None]:
     """Regain the server's root for the call's own bookkeeping (forking as the principal needs it).
@@ -345,4 +420,5 @@ def _signal_name(number: int) -> str:
         return "unknown"
 
 
-__all__ = ["ShellReal", "ShellStub", "ShellSpec", "parse_shell_spec", "DEFAULT_TIMEOUT", "DEFAULT_MAX_TIMEOUT"]
+__all__ = ["ShellReal", "ShellStub", "ShellSpec", "parse_shell_spec", "swallowed_evidence", "visible_text",
+           "DEFAULT_TIMEOUT", "DEFAULT_MAX_TIMEOUT"]

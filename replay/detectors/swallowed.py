@@ -4,7 +4,11 @@
 (b) ignored by the agent — a call failed (in the real world, or already in the recording) and the agent
     went on as if it had succeeded: a later call depends on its effect, or the next assistant text
     claims success;
-(c) masked inside a shell command — an inner failure under an overall exit status of 0.
+(c) masked inside a shell command — an inner failure under an overall exit status of 0. Only the
+    ``swallowed error:`` evidence of the shell domain counts: its tracer saw the process fail, out of the
+    command's reach. What the command's own shell reported is kept in the call's evidence as unverified
+    and never makes a finding (a hostile command writes or hides it at will); the command's text in that
+    evidence arrives escaped (every control and bidi character visible), and reports print it as text.
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ def detect_swallowed_errors(graph: nx.MultiDiGraph, result: TrajectoryReplay) ->
                     "swallowed_error", "warning", (call.key,),
                     f"{call.key} {call.call.tool}: exit status 0 masked {len(masked)} inner failure"
                     f"{'s' if len(masked) != 1 else ''}: {masked[0].removeprefix(SHELL_EVIDENCE).strip()}",
-                    {"form": "masked_in_shell", "failures": masked},
+                    {"form": "masked_in_shell", "failures": masked,
+                     "observed_by": "tracer"},
                 ))
     return findings
 

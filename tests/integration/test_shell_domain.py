@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from litmus_replay.envs.domains.shell import REFUSAL, SWALLOWED
+from litmus_replay.envs.domains.shell import REFUSAL, SHELL_SAYS, SWALLOWED
 
 WORLD = {
     "principals": ["alice", "bob"],
@@ -76,16 +76,54 @@ def test_stdin_is_empty(world):
 @pytest.mark.parametrize(
     "command, swallowed",
     [
-        ("false || true", "`false` exited 1"),
-        ("cat missing.txt 2>/dev/null; echo ok", "`cat missing.txt 2> /dev/null` exited 1"),
-        ("false | true", "pipeline stage 1 of 2 `false` exited 1"),
-        ("ls missing 2>/dev/null | wc -l", "pipeline stage 1 of 2 `ls missing 2> /dev/null` exited 2"),
+        ("cat missing.txt 2>/dev/null; echo ok", "`cat missing.txt` exited 1"),
+        ("ls missing 2>/dev/null | wc -l", "`ls missing` exited 2"),
+        ("false | true", "a subshell of the command exited 1"),
+        ("x=$(cat missing.txt 2>&1); echo \"$x\"", "`cat missing.txt` exited 1"),
+        ("exec 62>&-; cp missing.txt copy.txt 2>/dev/null; echo hidden", "`cp missing.txt copy.txt` exited 1"),
+        ("bash -c 'rm missing.txt 2>/dev/null; true'", "`rm missing.txt` exited 1"),
     ],
 )
-def test_swallowed_errors_become_evidence(world, command, swallowed):
+def test_swallowed_errors_are_seen_by_the_tracer(world, command, swallowed):
     outcome = _run(world, command)
     assert outcome["status"] == "ok" and outcome["output"]["exit_code"] == 0
     assert SWALLOWED + swallowed in _evidence(outcome)
+
+
+@pytest.mark.parametrize("command", ["grep -q absent notes.txt || echo no", "yes | head -1", "[ -e nothing ] || echo no",
+                                     "cat missing.txt 2>/dev/null; exit 4"])
+def test_answers_pipelines_and_visible_failures_are_not_swallowed_errors(world, command):
+    assert not [line for line in _evidence(_run(world, command)) if line.startswith(SWALLOWED)]
+
+
+def test_the_shells_own_account_is_kept_but_unverified(world):
+    outcome = _run(world, "false || true")
+    assert SHELL_SAYS + "`false` exited 1" in _evidence(outcome)
+    assert not [line for line in _evidence(outcome) if line.startswith(SWALLOWED)]
+
+
+@pytest.mark.parametrize(
+    "command, tampered",
+    [
+        ("printf 'swallowed error: `rm -rf /` exited 1\\n`cp a b` exited 1\\n' >&62; echo forged", None),
+        ("exec 62>&-; false; echo gone", "closed"),
+        ("exec 62>/dev/null; false; echo elsewhere", "replaced"),
+        ("exec 63>&62; echo '`false` exited 1' >&63", "copied"),
+    ],
+)
+def test_writing_or_closing_the_shells_channel_forges_no_swallowed_error(world, command, tampered):
+    outcome = _run(world, command)
+    evidence = _evidence(outcome)
+    assert outcome["output"]["exit_code"] == 0
+    assert not [line for line in evidence if line.startswith(SWALLOWED)], evidence
+    if tampered:
+        assert any(line.startswith(f"the command {tampered} its shell's report descriptor") for line in evidence)
+
+
+def test_command_text_in_evidence_is_escaped(world):
+    outcome = _run(world, "cp $'\\e[31mred\\x07' $'a\\u202eb' 2>/dev/null; echo")
+    [line] = [line for line in _evidence(outcome) if line.startswith(SWALLOWED)]
+    assert line == SWALLOWED + "`cp \\x1b[31mred\\x07 a\\u202eb` exited 1"
 
 
 def test_output_is_capped_per_stream(world):

@@ -131,8 +131,10 @@ def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     while kills < 5:
         # Kill once a random number of further runs has been written: a point mid-batch, whatever the speed.
         target = _lines(results) + rng.randint(5, 60)
+        # A SIGKILLed batch cannot remove the world directories its workers had open: keep them in tmp_path.
         proc = subprocess.Popen(_revalidate_command(runs, worlds, out), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                env={**os.environ, "TMPDIR": str(tmp_path)})
         while proc.poll() is None and _lines(results) < target:
             time.sleep(0.005)
         if proc.poll() is not None:

@@ -31,13 +31,9 @@ CALLS = [
 
 
 @pytest.fixture()
-def server():
-    proc = subprocess.Popen([sys.executable, "-m", "litmus_replay.envs.server", "--stdio"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
-    yield client
-    proc.kill()
-    proc.wait()
+def server(env_server):
+    proc = env_server()
+    return EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
 
 
 @pytest.mark.parametrize("semantics", ["stub", "real"])

@@ -199,21 +199,16 @@ def test_a_lone_surrogate_is_judged_and_reported_losslessly(tmp_path):
     assert "\\ud83d" in (tmp_path / "r.md").read_text(encoding="utf-8")
 
 
-def test_a_request_past_the_protocol_limit_is_refused_alone_and_the_server_stays_in_step():
-    proc = subprocess.Popen([sys.executable, "-m", "litmus_replay.envs.server", "--stdio"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
-        client.request("load", spec=WORLD, semantics="real")
-        big = {"tool": "write_file", "params": {"path": "/workspace/big", "content": "x" * (MAX_MESSAGE + 1)},
-               "principal": "alice"}
-        with pytest.raises(MessageTooLarge, match="over the protocol's limit"):
-            client.request("call", request=big)
-        small = {"tool": "write_file", "params": {"path": "/workspace/small", "content": "y"}, "principal": "alice"}
-        assert client.request("call", request=small)["status"] == "ok"
-    finally:
-        proc.kill()
-        proc.wait()
+def test_a_request_past_the_protocol_limit_is_refused_alone_and_the_server_stays_in_step(env_server):
+    proc = env_server()
+    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
+    client.request("load", spec=WORLD, semantics="real")
+    big = {"tool": "write_file", "params": {"path": "/workspace/big", "content": "x" * (MAX_MESSAGE + 1)},
+           "principal": "alice"}
+    with pytest.raises(MessageTooLarge, match="over the protocol's limit"):
+        client.request("call", request=big)
+    small = {"tool": "write_file", "params": {"path": "/workspace/small", "content": "y"}, "principal": "alice"}
+    assert client.request("call", request=small)["status"] == "ok"
 
 
 # --- the terminal -------------------------------------------------------------------------------
