@@ -54,6 +54,8 @@ class WorldEnv:
     isolated: bool = False
     switch_uid: bool = False
     shared_uid: bool = False
+    # Processes bounded per world by a pids cgroup; RLIMIT_NPROC would count every world's processes of a uid.
+    pids_cgroup: bool = False
     owners: Owners | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:

@@ -37,11 +37,13 @@ except Exception:  # running from a bare mount of the package, without its metad
 class WorldHost:
     """Holds the current world and answers protocol operations; transport-agnostic."""
 
-    def __init__(self, world_root: Path | None, isolated: bool, switch_uid: bool, shared_uid: bool = False):
+    def __init__(self, world_root: Path | None, isolated: bool, switch_uid: bool, shared_uid: bool = False,
+                 pids_cgroup: bool = False):
         self.world_root = world_root
         self.isolated = isolated
         self.switch_uid = switch_uid
         self.shared_uid = shared_uid
+        self.pids_cgroup = pids_cgroup
         self.world: World | None = None
         self.loaded: tuple[Mapping[str, Any], str] | None = None
         self.running = True
@@ -86,7 +88,7 @@ class WorldHost:
     def _build(self, spec: Mapping[str, Any], semantics: str) -> None:
         self._close_world()
         self.world = World(spec, semantics, self._fresh_root(), isolated=self.isolated,  # type: ignore[arg-type]
-                           switch_uid=self.switch_uid, shared_uid=self.shared_uid)
+                           switch_uid=self.switch_uid, shared_uid=self.shared_uid, pids_cgroup=self.pids_cgroup)
         self.loaded = (spec, semantics)
 
     def op_load(self, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,12 +192,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--switch-uid", action="store_true", help="run each real call as the principal's uid")
     parser.add_argument("--shared-uid", action="store_true",
                         help="every principal shares this process's uid: check file permissions per principal here")
+    parser.add_argument("--pids-cgroup", action="store_true",
+                        help="a pids cgroup bounds this world's processes; uids here are shared with other worlds, "
+                             "so RLIMIT_NPROC is not a per-world limit")
     args = parser.parse_args(argv)
     own_root = args.world_root is None
     world_root = args.world_root or Path(tempfile.mkdtemp(prefix="litmus-env-"))
     if args.switch_uid and args.shared_uid:
         parser.error("--switch-uid and --shared-uid exclude each other")
-    host = WorldHost(world_root, args.isolated, args.switch_uid, args.shared_uid)
+    host = WorldHost(world_root, args.isolated, args.switch_uid, args.shared_uid, args.pids_cgroup)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the clean-up below runs on a polite kill too
     if args.switch_uid:
         os.setgroups([])

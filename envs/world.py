@@ -82,7 +82,9 @@ class World:
     temporary directory that :meth:`close` removes. ``isolated`` says the world runs in a sandbox or
     container (domains that execute recorded content, such as the shell, refuse to run otherwise);
     ``switch_uid`` runs each real call with the declared principal's uid and gid; ``shared_uid`` says
-    the principals share this process's uid, so the files domain checks permissions itself.
+    the principals share this process's uid, so the files domain checks permissions itself;
+    ``pids_cgroup`` says the world's processes are bounded by its container's pids cgroup, and a uid's
+    process count (RLIMIT_NPROC) is shared with other worlds, so commands are not bounded by it.
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class World:
         isolated: bool = False,
         switch_uid: bool = False,
         shared_uid: bool = False,
+        pids_cgroup: bool = False,
     ):
         if not isinstance(spec, Mapping):
             raise WorldSpecError("world", "expected a mapping")
@@ -125,6 +128,7 @@ class World:
             isolated=isolated,
             switch_uid=switch_uid and semantics == "real",
             shared_uid=shared_uid and semantics == "real",
+            pids_cgroup=pids_cgroup,
         )
         self._classes = classes
         self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})

@@ -41,9 +41,11 @@ SECBITS_NO_CAPABILITIES = (1 << 0) | (1 << 1) | (1 << 6) | (1 << 7)  # NOROOT, N
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-process rlimits of a command (``cpu`` is derived from the call's timeout)."""
+    """Per-process rlimits of a command (``cpu`` is derived from the call's timeout). ``processes`` None:
+    no RLIMIT_NPROC — where the uid's count is shared with other worlds and a pids cgroup bounds this one."""
 
-    processes: int = 64
+    processes: int | None = 64
+    traced_processes: int | None = None  # bound the command's live processes in the tracer instead
     memory: int = 512 * 1024 * 1024
     file_size: int = 16 * 1024 * 1024
     open_files: int = 256
@@ -162,7 +164,7 @@ def _tracer(command: Command, fds: dict[int, int], exec_w: int, trace_w: int, ch
         os.closerange(keep + 1, max(keep + 2, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         owner = (command.uid, command.gid) if command.uid is not None and command.gid is not None else None
-        _trace.supervise(child, keep, EVIDENCE_FD, channel, owner)
+        _trace.supervise(child, keep, EVIDENCE_FD, channel, owner, command.limits.traced_processes)
     finally:
         os._exit(70)
 
@@ -176,6 +178,7 @@ class Trace:
     end: int | None = None  # raw wait status of the command's process (None: the tracer did not finish)
     traced: bool = False
     channel: str | None = None  # intact, closed, replaced, copied (None: not checked)
+    refused: int = 0  # new processes killed at birth, past the command's process limit
 
 
 def _trace_records(raw: bytes) -> Trace:
@@ -190,6 +193,7 @@ def _trace_records(raw: bytes) -> Trace:
         if "end" in record:
             trace.end, trace.traced = int(record["end"]), bool(record.get("traced"))
             trace.channel, trace.more = record.get("channel"), int(record.get("more") or 0)
+            trace.refused = int(record.get("refused") or 0)
         else:
             trace.failures.append(record)
     return trace
@@ -233,6 +237,8 @@ def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragm
         for res, value in ((resource.RLIMIT_NPROC, limits.processes), (resource.RLIMIT_AS, limits.memory),
                            (resource.RLIMIT_FSIZE, limits.file_size), (resource.RLIMIT_NOFILE, limits.open_files),
                            (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0)):
+            if value is None:
+                continue
             soft, hard = resource.getrlimit(res)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(res, (value, value))

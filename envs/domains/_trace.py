@@ -120,13 +120,15 @@ def _channel_state(pid: int, fd: int, identity: str) -> str:
 
 
 def supervise(main: int, out_fd: int, channel_fd: int | None, channel: str | None,
-              owner: tuple[int, int] | None = None) -> NoReturn:
+              owner: tuple[int, int] | None = None, max_processes: int | None = None) -> NoReturn:
     """Follow ``main`` (which called :func:`trace_me`) and its descendants until ``main`` ends, then exit.
 
     Writes to ``out_fd`` a line per failing process — ``{"pid", "status", "exec", "argv"}``, ``status``
     the raw wait status, ``exec`` whether it ran a program of its own (else it is a subshell of its parent)
     — and a final ``{"end": status, "traced": bool, "channel": state, "more": n}``. ``owner``: the uid and
-    gid the command runs as, where it is not the tracer's own.
+    gid the command runs as, where it is not the tracer's own. ``max_processes``: a new process past this
+    many live ones is killed before it runs its first instruction (where RLIMIT_NPROC cannot be per world).
+    The final record counts them (``refused``).
     """
     out = os.fdopen(out_fd, "w", encoding="utf-8", buffering=1)
     started: set[int] = set()
@@ -135,7 +137,9 @@ def supervise(main: int, out_fd: int, channel_fd: int | None, channel: str | Non
     last_child: dict[int, int] = {}  # a process's last child to exit -> its status
     traced = False
     state: str | None = None
-    sent = more = 0
+    sent = more = refused = 0
+    live = {main}
+    unborn: set[int] = set()  # killed at birth: their end is the limit's doing, not a failure of the command
 
     def emit(record: dict[str, Any]) -> None:
         try:
@@ -159,6 +163,13 @@ def supervise(main: int, out_fd: int, channel_fd: int | None, channel: str | Non
                     traced = _libc.ptrace(PTRACE_SETOPTIONS, pid, None, ctypes.c_void_p(OPTIONS)) == 0
                     execd.add(pid)
                 if sig in (signal.SIGSTOP, signal.SIGTRAP) and not event:
+                    if pid != main:
+                        live.add(pid)
+                        if max_processes is not None and len(live) > max_processes:
+                            refused += 1
+                            unborn.add(pid)
+                            _cont(pid, signal.SIGKILL)  # a tracer's signal needs no permission to kill
+                            continue
                     _cont(pid)
                     continue
             if sig == signal.SIGTRAP and event:
@@ -167,6 +178,7 @@ def supervise(main: int, out_fd: int, channel_fd: int | None, channel: str | Non
                 elif event == EVENT_EXEC:
                     execd.add(pid)
                 elif event == EVENT_EXIT:
+                    live.discard(pid)
                     code = _event_message(pid)
                     if pid == main:
                         if channel_fd is not None and channel is not None:
@@ -175,7 +187,7 @@ def supervise(main: int, out_fd: int, channel_fd: int | None, channel: str | Non
                         explained = pid not in execd and last_child.get(pid) == code  # a subshell passing its
                         if pid in parent:  # child's status on
                             last_child[parent[pid]] = code
-                        if code and not explained and not _is_thread(pid):
+                        if code and not explained and pid not in unborn and not _is_thread(pid):
                             if sent < MAX_FAILURES:
                                 sent += 1
                                 emit({"pid": pid, "status": code, "exec": pid in execd, "argv": _argv(pid)})
@@ -188,7 +200,7 @@ def supervise(main: int, out_fd: int, channel_fd: int | None, channel: str | Non
         if pid == main:
             end = status
             break
-    emit({"end": end, "traced": traced, "channel": state, "more": more})
+    emit({"end": end, "traced": traced, "channel": state, "more": more, "refused": refused})
     out.close()
     os._exit(0)
 

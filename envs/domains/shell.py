@@ -45,6 +45,7 @@ digests as the files domain), so a command's effects on files are its effects.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import posixpath
@@ -244,8 +245,11 @@ class ShellReal(_Shell):
             call.note(f"ran `{os.path.basename(shell)} -c` as {who} in {world_cwd}, timeout {limit:g} s")
             if not is_bash:
                 call.note("no bash here: swallowed errors inside the command are not traced")
+            limits = self.settings.limits
+            if self.env.pids_cgroup:  # the container's pids limit is this world's own; a uid's count is not
+                limits = dataclasses.replace(limits, processes=None, traced_processes=limits.processes)
             spec = _command.Command(executable=shell, argv=argv, env=env, cwd=cwd, timeout=limit, uid=uid if switch else None,
-                                    gid=gid if switch else None, limits=self.settings.limits,
+                                    gid=gid if switch else None, limits=limits,
                                     no_capabilities=self.env.shared_uid)
             try:
                 result = _command.run(spec)
@@ -339,6 +343,8 @@ def swallowed_evidence(result: _command.Result) -> list[str]:
         lines.append("not traced here (ptrace refused): how the command's processes ended was not observed")
     elif trace.end is None and not (result.timed_out or result.overflowed):
         lines.append("the tracer ended before the command: how its processes ended is not known")
+    if trace.refused:
+        lines.append(f"killed {trace.refused} new process(es) at birth, past the world's process limit")
     if trace.channel not in (None, "intact"):
         lines.append(f"the command {trace.channel} its shell's report descriptor (fd {_command.EVIDENCE_FD}): "
                      "the shell's own account below is incomplete or forged")

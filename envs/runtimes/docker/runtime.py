@@ -49,7 +49,7 @@ from .engine import HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Eng
 SOCKET_DIR = "/run/litmus"
 SOCKET_NAME = "env.sock"
 SERVER_COMMAND = ["python3", "-m", "litmus_replay.envs.server", "--socket", f"{SOCKET_DIR}/{SOCKET_NAME}",
-                  "--isolated", "--switch-uid", "--world-root", "/world"]
+                  "--isolated", "--switch-uid", "--world-root", "/world", "--pids-cgroup"]
 # The env server runs as root in the container and needs exactly these:
 CAPABILITIES = [
     "CHOWN",         # lay out world files owned by their principals, and hand created entries to the actor
