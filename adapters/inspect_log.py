@@ -47,12 +47,13 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from litmus_replay.replay import limits
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
 from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, require_calls, walk_chat_messages
 from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes
-from ._zip import MemberError, read_member
+from ._zip import MemberError, MemberTooLarge, read_member
 from .base import Adapter, Probe, register_adapter
 
 ATTACHMENT = "attachment://"
@@ -110,7 +111,9 @@ def _archive_problem(data: bytes, exc: BaseException) -> str:
 
 def _member(archive: zipfile.ZipFile, data: bytes, file: str, name: str) -> Doc:
     try:
-        raw = read_member(archive, data, name)
+        raw = read_member(archive, data, name, limits.get("member_bytes"))
+    except MemberTooLarge as exc:
+        raise limits.LimitExceeded(file, name, f"{exc.size} bytes or more once decompressed", "member_bytes") from None
     except MemberError as exc:
         raise AdapterError(file, name, one_line(f"cannot read this archive member: {exc}")) from None
     except _ZIP_ERRORS as exc:
@@ -134,6 +137,7 @@ def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
     from inspect_ai.log import read_eval_log
 
     file = str(path)
+    _check_declared_sizes(path)
     try:
         log = read_eval_log(file, resolve_attachments=True)
         spec = log.eval.model_dump(mode="json", exclude_none=True)
@@ -142,6 +146,21 @@ def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
         _read_own(path)  # says what is wrong with the file, when our reader sees it too
         raise AdapterError(file, ROOT, one_line(f"inspect_ai cannot read this log: {type(exc).__name__}: {exc}")) from None
     return Doc(spec, file, "eval"), [Doc(s, file, f"samples[{i}]") for i, s in enumerate(samples)]
+
+
+def _check_declared_sizes(path: Path) -> None:
+    """Before inspect_ai's reader (which bounds nothing itself): no member may claim more than
+    ``member_bytes``; ``zipfile`` stops a member at the size it claims, so a claim is a bound."""
+    limit = limits.get("member_bytes")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except _ZIP_ERRORS:
+        return  # not an archive, or a damaged one: the readers say what is wrong
+    for info in members:
+        if info.file_size > limit:
+            raise limits.LimitExceeded(str(path), info.filename, f"{info.file_size} bytes once decompressed",
+                                       "member_bytes")
 
 
 def resolve_attachments(value: Any, attachments: dict[str, Any]) -> Any:

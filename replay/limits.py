@@ -8,6 +8,9 @@ so worker processes see it too — and, when exceeded, one line naming the file,
 name                   default      what it bounds
 =====================  ===========  ============================================================
 ``file_bytes``         104857600    bytes of one run file (100 MiB), checked before it is read
+``member_bytes``       104857600    bytes one member of an archive (an inspect_ai ``.eval`` sample)
+                                    decompresses to (100 MiB), checked while decompressing: a zip
+                                    bomb is refused after at most this many bytes
 ``calls``              10000        tool calls in one trajectory
 ``yaml_nodes``         1000000      values in a scenario or worlds file, each alias counted at the
                                     size of what it repeats (an alias bomb is refused, not expanded)
@@ -32,6 +35,7 @@ __all__ = ["DEFAULTS", "LimitExceeded", "apply_settings", "check_calls", "check_
 
 DEFAULTS: dict[str, int] = {
     "file_bytes": 100 * 1024 * 1024,
+    "member_bytes": 100 * 1024 * 1024,
     "calls": 10_000,
     "yaml_nodes": 1_000_000,
     "cel_length": 4096,

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
+from litmus_replay.adapters._zip import read_member
+from litmus_replay.adapters.inspect_log import InspectAdapter
 from litmus_replay.envs.client import EnvClient, MessageTooLarge
 from litmus_replay.envs.protocol import MAX_MESSAGE
 from litmus_replay.replay import batch, limits
@@ -103,6 +106,89 @@ def test_yaml_aliases_are_counted_at_the_size_they_repeat_and_the_limit_can_be_r
     monkeypatch.setenv("LITMUS_LIMIT_YAML_NODES", "100")
     with pytest.raises(limits.LimitExceeded, match="over the limit of 100"):
         limits.yaml_size(document, "f")
+
+
+# --- archives -------------------------------------------------------------------------------------
+
+ZSTD_EVAL = Path(__file__).resolve().parents[1] / "fixtures" / "external" / "inspect" / "zstd_epochs.eval"
+BOMB_MEMBER = "samples/1_epoch_1.json"
+
+
+def _zip_bomb(path: Path, size: int) -> Path:
+    """An .eval archive whose one sample inflates from about a thousandth of ``size`` to ``size`` bytes."""
+    with zipfile.ZipFile(ZSTD_EVAL) as source:
+        header = read_member(source, ZSTD_EVAL.read_bytes(), "header.json", 1 << 20)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("header.json", header)
+        with archive.open(BOMB_MEMBER, "w", force_zip64=True) as member:
+            member.write(b'{"id": 1, "epoch": 1, "pad": "')
+            chunk = b" " * (1 << 20)
+            for _ in range(size >> 20):
+                member.write(chunk)
+            member.write(b'"}')
+    return path
+
+
+def _claim(path: Path, member: str, size: int) -> None:
+    """Make the archive's central directory claim ``size`` uncompressed bytes for ``member``."""
+    data = bytearray(path.read_bytes())
+    entry = _central_entry(data, member)
+    data[entry + 24 : entry + 28] = size.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+
+
+def _central_entry(data: bytearray, member: str) -> int:
+    name = member.encode()
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        length = int.from_bytes(data[at + 28 : at + 30], "little")
+        if data[at + 46 : at + 46 + length] == name:
+            return at
+        at = data.find(b"PK\x01\x02", at + 4)
+    raise LookupError(member)
+
+
+def test_a_zip_bomb_eval_is_one_line_naming_file_member_and_limit(tmp_path):
+    bomb = _zip_bomb(tmp_path / "bomb.eval", limits.DEFAULTS["member_bytes"] + (8 << 20))
+    assert bomb.stat().st_size < limits.DEFAULTS["member_bytes"] // 100
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({"name": "s", "world": WORLD, "policy": {"rules": []},
+                                        "trajectory": {"path": "bomb.eval", "format": "inspect"}}))
+    result = CliRunner().invoke(main, ["run", str(scenario), "--runtime", "inprocess"], env=NO_LIMITS)
+    assert result.exit_code == 2
+    [line] = [line for line in result.output.splitlines() if line.startswith("litmus-replay: error:")]
+    assert "bomb.eval" in line and BOMB_MEMBER in line and "member_bytes" in line
+    raised = CliRunner().invoke(main, ["run", str(scenario), "--runtime", "inprocess", "--limit",
+                                       f"member_bytes={limits.DEFAULTS['member_bytes'] + (9 << 20)}"], env=NO_LIMITS)
+    assert "member_bytes" not in raised.output  # raised past the bomb: the archive is read (and found wanting)
+
+
+def test_a_zip_bomb_in_a_batch_is_an_input_error_line_and_the_batch_goes_on(tmp_path, monkeypatch):
+    worlds, runs, _ = _make_batch(tmp_path)
+    monkeypatch.setenv("LITMUS_LIMIT_MEMBER_BYTES", str(1 << 20))
+    _zip_bomb(runs / "bomb.eval", 2 << 20)
+    summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
+    lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    [bad] = [line for line in lines if line["status"] == "input_error"]
+    assert BOMB_MEMBER in bad["error"] and "member_bytes" in bad["error"]
+    assert len(lines) == PACK_RUNS + 1 and summary
+
+
+@pytest.mark.parametrize("archive", ["deflate", "zstd"])
+def test_a_member_that_claims_a_small_size_is_still_stopped_at_the_limit(tmp_path, monkeypatch, archive):
+    monkeypatch.setenv("LITMUS_LIMIT_MEMBER_BYTES", str(64 << 10))
+    if archive == "deflate":
+        path, member = _zip_bomb(tmp_path / "liar.eval", 1 << 20), BOMB_MEMBER
+    else:
+        path, member = tmp_path / "liar.eval", "header.json"  # read first
+        path.write_bytes(ZSTD_EVAL.read_bytes())
+        monkeypatch.setenv("LITMUS_LIMIT_MEMBER_BYTES", "200")
+    _claim(path, member, 100)
+    with pytest.raises(InputError) as raised:
+        InspectAdapter(use_inspect_ai=False).load(path)
+    assert raised.value.field == member
+    # zstd: stopped past the limit; deflate: cut at the size it claims, which then fails its checksum
+    assert ("member_bytes" if archive == "zstd" else "cannot read this archive member") in str(raised.value)
 
 
 # --- CEL ------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ HOST_SIDE = ("litmus_replay.envs.runtimes",)
 # A bridge's real semantics are its benchmark's own package, imported lazily behind an optional extra.
 BRIDGES = ("litmus_replay.envs.bridges",)
 CORE_EXTERNALS = {"pyfakefs"}
-ADAPTERS_MAY_IMPORT = ("litmus_replay.adapters", "litmus_replay.replay.model", "litmus_replay.replay.errors")
+ADAPTERS_MAY_IMPORT = ("litmus_replay.adapters", "litmus_replay.replay.model", "litmus_replay.replay.errors",
+                       "litmus_replay.replay.limits")
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def test_no_module_imports_itself_back(graph):
     assert cycles == [], f"import cycle: {' -> '.join(cycles[0] + cycles[0][:1])}"
 
 
-def test_adapters_reach_only_the_model_and_errors(graph):
+def test_adapters_reach_only_the_model_errors_and_limits(graph):
     wrong = sorted((module, imported) for module, imported in _project_edges(graph).edges
                    if _within(module, ("litmus_replay.adapters",)) and not _within(imported, ADAPTERS_MAY_IMPORT))
     assert wrong == []
