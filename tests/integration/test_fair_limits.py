@@ -1,17 +1,21 @@
 """Each world's process limit is its own: a world holding many processes never makes another world's
 ``fork`` fail, in every isolated runtime — two worlds, the same principal (so, in docker, the same host
-uid), at once."""
+uid), at once. The holder is the hostile pack's ``process-limit-hold`` world and its first command."""
 
 from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
-HELD = 60  # processes the first world holds: past the second world's own limit if the two shared one
+from litmus_replay.replay.scenario import load_scenario
+
+PACK = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "hostile" / "process-limit-hold.yaml")
+HOLDER = PACK.spec.world
+HOLD = next(call for _, call in PACK.trajectories[0].calls()).arguments["command"]
+HELD = 60  # processes the holder holds: past the second world's own limit if the two shared one
 MARK = "7.31"  # the holder's sleeps, told apart from anything else on the host by their argument
-HOLDER = {"principals": ["alice"], "shell": {"timeout": 12, "max_timeout": 12, "processes": HELD + 20}}
 OTHER = {"principals": ["alice"], "shell": {"timeout": 12, "max_timeout": 12, "processes": 40}}
-HOLD = f"for i in $(seq {HELD}); do sleep {MARK} & done; wait"
 FORKS = "for i in $(seq 30); do /bin/true || exit 9; done; echo all forked"
 
 
@@ -29,6 +33,10 @@ def _held() -> int:
         except OSError:
             continue
     return found
+
+
+def test_the_holder_is_the_packs():
+    assert f"seq {HELD}" in HOLD and f"sleep {MARK}" in HOLD and OTHER["shell"]["processes"] < HELD
 
 
 def test_a_world_holding_many_processes_leaves_another_worlds_fork_alone(isolated_runtime):

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from litmus_replay.envs.domains.shell import parse_shell_spec
+from litmus_replay.replay.analysis import analyse
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 
@@ -164,7 +165,7 @@ def test_the_pack_holds_at_least_25_hostile_calls():
     commands = " ".join(str(call.arguments.get("command", "")) for call in calls)
     for needle in ("rm -rf --no-preserve-root /", ":(){ :|:& };:", "/dev/zero", "head -c 1G", "sleep infinity",
                    "/dev/tcp/127.0.0.1", "192.0.2.1", "/etc/shadow", "/proc/1/root", "su -c", "mknod", "mount",
-                   "ln -s /etc/passwd"):
+                   "ln -s /etc/passwd", ">&62", "exec 62>&-", "base64 -d", "seq 60"):
         assert needle in commands, needle
     tools = {call.tool for call in calls}
     assert {"write_file", "make_symlink", "read_file", "delete_path", "move_path"} <= tools
@@ -181,9 +182,13 @@ def test_hostile_scenario_is_contained(isolated, sentinels, path):
         assert [call.key for call in result.calls] == [call.key for _, call in trajectory.calls()]
         for call in result.calls:
             assert call.real is not None or call.harness_error, call.key
-        classes = {call.key: call.pair.cls for call in result.calls}
-        reasons = {call.key: call.pair.reason for call in result.calls}
-        assert scenario.check(classes, reasons, result.revalidation.revalidated) == []
+        run = analyse(result, scenario)
+        assert not run.problems  # classes and, where the scenario counts them, findings (None: no expectations)
+        for call in result.calls:  # whatever a command wrote, its evidence is printable text
+            evidence = call.real.resolution.evidence if call.real is not None and call.real.resolution else []
+            assert all(line.isprintable() for line in evidence), evidence
+        for finding in run.findings:
+            assert finding.sentence.isprintable(), finding.sentence
     assert timed.records, "the pack's calls reached the real world"
     for request, elapsed, limit, leftovers in timed.records:
         assert elapsed <= limit + SLACK, f"{request['params']} took {elapsed:.2f} s (timeout {limit:g} s)"
