@@ -159,6 +159,9 @@ def _tracer(command: Command, fds: dict[int, int], exec_w: int, trace_w: int, ch
         child = os.fork()
         if child == 0:
             _child(command, fds, exec_w)
+        null = os.open(os.devnull, os.O_RDWR)  # the server's own streams may be its protocol: never hold them
+        for fd in (0, 1):
+            os.dup2(null, fd)
         keep = fcntl.fcntl(trace_w, fcntl.F_DUPFD_CLOEXEC, 3)
         os.closerange(3, keep)
         os.closerange(keep + 1, max(keep + 2, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
