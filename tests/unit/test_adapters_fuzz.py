@@ -166,7 +166,7 @@ def damaged_archive(data, raw: bytes) -> bytes:
         names = original.namelist()
         target = data.draw(st.sampled_from([n for n in names if n.endswith(".json")]), label="member")
         for name in names:
-            member = read_member(original, raw, name)  # zstd members too
+            member = read_member(original, raw, name, 1 << 30)  # zstd members too
             if name == target:
                 member = json.dumps(damage(data, json.loads(member))).encode()
             rewritten.writestr(name, member)
