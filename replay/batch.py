@@ -28,8 +28,9 @@ import threading
 from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -45,6 +46,7 @@ from .model import Trajectory
 from .report.atomic import open_atomic, write_atomic
 from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
 from .report.html import PageNav, trajectory_html, with_nav
+from .run_index import OffsetIndex, RunIndex
 from .spool import Spool
 from .worlds import NoWorld, WorldCatalog
 
@@ -123,17 +125,50 @@ class Unreadable:
                 "status": "input_error", "error": self.reason}
 
 
-@dataclass
 class Discovery:
-    runs: list[Run] = field(default_factory=list)
-    spool: Spool = field(default_factory=Spool)  # the runs' trajectories, on disk
-    unreadable: list[Unreadable] = field(default_factory=list)
-    order: list[str] = field(default_factory=list)  # every run id, unreadable files included, as found
+    """What :func:`discover` found, kept on disk: the trajectories in a :class:`~.spool.Spool`, the inputs'
+    order and run ids in a :class:`~.run_index.RunIndex`. Read it as a stream (:meth:`iter_runs`,
+    :meth:`run_ids`); ``runs`` and ``unreadable`` make lists, for small batches."""
+
+    def __init__(self) -> None:
+        self.spool = Spool()
+        self.index = RunIndex()
+
+    def _items(self) -> Iterator[Run | Unreadable]:
+        for found in self.index:
+            if found.reason is not None:
+                yield Unreadable(found.file, found.reason)
+            else:
+                yield Run(found.run_id, found.seq, found.file, stored=(self.spool, found.offset, found.length),
+                          trajectory_id=found.trajectory_id)
+
+    def iter_runs(self) -> Iterator[Run]:
+        """The runs, in discovery order."""
+        return (item for item in self._items() if isinstance(item, Run))
+
+    def iter_unreadable(self) -> Iterator[Unreadable]:
+        return (item for item in self._items() if isinstance(item, Unreadable))
+
+    def run_ids(self) -> Iterator[str]:
+        """Every input's id, unreadable files included, as found."""
+        return (found.run_id for found in self.index)
+
+    @property
+    def runs(self) -> list[Run]:
+        return list(self.iter_runs())
+
+    @property
+    def unreadable(self) -> list[Unreadable]:
+        return list(self.iter_unreadable())
 
     @property
     def errors(self) -> list[str]:
         """The reason of each file that could not be read, one line each."""
-        return [item.reason for item in self.unreadable]
+        return [item.reason for item in self.iter_unreadable()]
+
+    def close(self) -> None:
+        self.spool.close()
+        self.index.close()
 
 
 def missing_inputs(paths: Iterable[str | Path]) -> list[str]:
@@ -152,49 +187,38 @@ def _run_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, Path]]:
 
 
 def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
-    """Every run in the given files and directories; a file that cannot be read is an :class:`Unreadable`."""
+    """Every run in the given files and directories; a file that cannot be read is an :class:`Unreadable`.
+
+    One file's runs are in memory at a time: each trajectory goes to the spool and its place to the index
+    as soon as its file is read."""
     found = Discovery()
-    loaded: list[tuple[str, str, int, str, tuple[Spool, int, int]] | Unreadable] = []
-    # Runs an index file read from other files (tau2's results.json names simulations/*.json): those
-    # files, met later, give the same runs again, which are not counted twice.
-    read_elsewhere: set[tuple[Path, str]] = set()
+    index = found.index
     for item, root in _run_files(paths):
         try:
             limits.check_file_size(item)
             trajectories = load_trajectories(item, fmt)
         except (InputError, UnknownName) as exc:
-            loaded.append(Unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}"))
+            index.add_unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             continue
         except OSError as exc:  # a file that vanished or cannot be opened between listing and reading
-            loaded.append(Unreadable(str(item), f"{item}: cannot read: {exc.strerror or exc}"))
+            index.add_unreadable(str(item), f"{item}: cannot read: {exc.strerror or exc}")
             continue
         here = item.resolve()
         where = _within(item, root)
-        for index, trajectory in enumerate(trajectories):
-            if (here, trajectory.id) in read_elsewhere:
+        for position, trajectory in enumerate(trajectories):
+            # Runs an index file read from other files (tau2's results.json names simulations/*.json):
+            # those files, met later, give the same runs again, which are not counted twice.
+            if index.was_read_elsewhere(str(here), trajectory.id):
                 continue
             source = Path(trajectory.source.path).resolve() if trajectory.source.path else here
             if source != here:
-                read_elsewhere.add((source, trajectory.id))
-            loaded.append((str(item), where, index, trajectory.id,
-                           (found.spool, *found.spool.put(trajectory.model_dump_json()))))
-        del trajectories  # the next file's runs replace these: one file's runs in memory at a time
+                index.read_elsewhere(str(source), trajectory.id)
+            index.add_run(str(item), where, position, trajectory.id, *found.spool.put(trajectory.model_dump_json()))
+        del trajectories  # the next file's runs replace these
     # A run is known by its trajectory id where that is unique in the batch, else by where it sits under
     # the input it was found in (two pipelines both named ``local``: ``local/…@modelA/local/….json``). The
     # id then does not depend on which other files were read, so a resumed batch finds it again.
-    counts = Counter(entry[3] for entry in loaded if not isinstance(entry, Unreadable))
-    per_file = Counter((entry[0], entry[3]) for entry in loaded if not isinstance(entry, Unreadable))
-    for entry in loaded:
-        if isinstance(entry, Unreadable):
-            found.unreadable.append(entry)
-            found.order.append(entry.run_id)
-            continue
-        file, where, index, trajectory_id, stored = entry
-        run_id = trajectory_id
-        if counts[run_id] > 1:
-            run_id = f"{run_id}@{where}" + (f"#{index}" if per_file[(file, trajectory_id)] > 1 else "")
-        found.runs.append(Run(run_id, len(found.runs), file, stored=stored, trajectory_id=trajectory_id))
-        found.order.append(run_id)
+    index.name()
     return found
 
 
@@ -373,26 +397,28 @@ def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> 
 class ResultsFile:
     """Appends one line per finished run; each line goes down in a single write, then is synced.
 
-    What the batch keeps of each line is only where it lies (``index``: run id -> offset, length; a later
-    line of a run replaces an earlier one): the lines themselves stay on disk, however many runs there are.
+    What the batch keeps of each line is only where it lies (an :class:`~.run_index.OffsetIndex`, itself on
+    disk; a later line of a run replaces an earlier one): however many runs there are, memory stays flat.
     """
 
     def __init__(self, path: Path):
         self.path = path
-        self.index: dict[str, tuple[int, int]] = {}
+        self.index = OffsetIndex()
+        self.empty = True  # no complete line in the file: nothing to resume
         _cut_torn_line(path)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.end = os.fstat(self.fd).st_size
         for offset, raw in _complete_lines(path):
             line = _parse_line(raw)
             if line is not None:
-                self.index[line["run"]] = (offset, len(raw))
+                self.index.put(line["run"], offset, len(raw))
+                self.empty = False
 
     def append(self, line: dict[str, Any]) -> None:
         data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         os.write(self.fd, data)
         os.fsync(self.fd)
-        self.index[line["run"]] = (self.end, len(data))
+        self.index.put(line["run"], self.end, len(data))
         self.end += len(data)
 
     def get(self, run_id: str) -> dict[str, Any] | None:
@@ -400,8 +426,14 @@ class ResultsFile:
         where = self.index.get(run_id)
         return None if where is None else _parse_line(os.pread(self.fd, where[1], where[0]))
 
+    def raw(self, run_id: str) -> bytes | None:
+        """The latest line of a run as it lies in the file, newline included."""
+        where = self.index.get(run_id)
+        return None if where is None else os.pread(self.fd, where[1], where[0])
+
     def close(self) -> None:
         os.close(self.fd)
+        self.index.close()
 
 
 def _cut_torn_line(path: Path) -> None:
@@ -452,9 +484,9 @@ def finish_results(path: Path, results: ResultsFile, order: Iterable[str]) -> No
     """
     with open_atomic(path, binary=True) as handle:
         for run_id in order:
-            where = results.index.get(run_id)
-            if where is not None:
-                handle.write(os.pread(results.fd, where[1], where[0]))
+            raw = results.raw(run_id)
+            if raw is not None:
+                handle.write(raw)
 
 
 def iter_results(path: Path) -> Iterator[dict[str, Any]]:
@@ -482,16 +514,17 @@ def _nav(previous: dict[str, Any] | None, following: dict[str, Any] | None) -> P
 def page_navs(lines: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[tuple[dict[str, Any], PageNav]]:
     """Each line with the navigation its page carries: the flagged runs before and after it, in order.
 
-    ``lines`` gives the lines afresh on each call: they are read twice, and only the flagged ones kept."""
-    flagged = [line for line in lines() if _flagged(line)]
-    at = 0  # flagged[:at] come before the current line
+    ``lines`` gives the lines afresh on each call: they are read twice side by side (the second read runs
+    ahead to the next flagged line), so only three lines are held, however long the batch."""
+    ahead = (line for line in lines() if _flagged(line))
+    previous, following = None, next(ahead, None)
     for line in lines():
-        here = at < len(flagged) and _flagged(line) and flagged[at]["run"] == line["run"]
-        previous = flagged[at - 1] if at > 0 else None
-        after = at + 1 if here else at
-        yield line, _nav(previous, flagged[after] if after < len(flagged) else None)
-        if here:
-            at += 1
+        if following is not None and _flagged(line) and following["run"] == line["run"]:
+            after = next(ahead, None)
+            yield line, _nav(previous, after)
+            previous, following = line, after
+        else:
+            yield line, _nav(previous, following)
 
 
 def link_pages(out: Path, lines: Callable[[], Iterable[dict[str, Any]]]) -> None:
@@ -637,40 +670,69 @@ def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
             "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
 
 
-# --- executors ----------------------------------------------------------------------------------
+# --- executors ---------------------------------------------------------------------------------
 
-def _chunks(runs: list[Run], size: int) -> list[list[Run]]:
-    return [runs[i : i + size] for i in range(0, len(runs), size)]
+# Chunks in flight per worker: one running, the rest queued so a worker never waits for the next. Runs
+# are taken from the batch's stream only as chunks are sent, so the batch holds this many chunks of runs
+# at a time, however many runs it has.
+CHUNKS_PER_WORKER = 3
 
 
-def execute_local(runs: list[Run], jobs: int, work: Callable[[list[Run]], list[dict[str, Any]]],
-                  on_line: Callable[[dict[str, Any]], None], chunk: int) -> None:
-    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes.
+def _chunks(runs: Iterable[Run], size: int) -> Iterator[list[Run]]:
+    """Consecutive chunks of ``size`` runs, taken from ``runs`` one chunk at a time."""
+    stream = iter(runs)
+    while part := list(islice(stream, size)):
+        yield part
+
+
+def execute_local(runs: Iterable[Run], jobs: int, work: Callable[[list[Run]], list[dict[str, Any]]],
+                  on_line: Callable[[dict[str, Any]], None], chunk: int, *, in_flight: int | None = None) -> None:
+    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes; at
+    most ``in_flight`` chunks (``CHUNKS_PER_WORKER`` per worker by default) are sent and unfinished.
 
     A worker that dies (a crash in native code, the kernel's OOM killer) breaks the whole pool and every
     chunk still in it. Those runs are not charged with it: they are run again one per task, at most
     ``jobs`` at a time, and any run lost again is run alone, so only a run that kills its worker by
-    itself is a harness error.
+    itself is a harness error. The runs not yet sent go on in a fresh pool.
     """
     if jobs <= 1:
         for part in _chunks(runs, chunk):
             for line in work(part):
                 on_line(line)
         return
+    limit = max(1, in_flight or jobs * CHUNKS_PER_WORKER)
+    parts = _chunks(runs, chunk)
     lost: list[Run] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        chunks = {pool.submit(work, part): part for part in _chunks(runs, chunk)}
-        pending = set(chunks)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    lines = future.result()
-                except Exception:  # BrokenProcessPool, an unpicklable result: retried below, run by run
-                    lost.extend(chunks[future])
-                    continue
-                for line in lines:
-                    on_line(line)
+    waiting: list[Run] | None = None  # a chunk a broken pool refused, for the next pool
+    more = True
+    while more:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            inflight: dict[Any, list[Run]] = {}
+            broken = False
+            while True:
+                while not broken and len(inflight) < limit:
+                    part = waiting if waiting is not None else next(parts, None)
+                    waiting = None
+                    if part is None:
+                        more = False
+                        break
+                    try:
+                        inflight[pool.submit(work, part)] = part
+                    except BrokenProcessPool:
+                        waiting, broken = part, True
+                if not inflight:
+                    break
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    part = inflight.pop(future)
+                    try:
+                        lines = future.result()
+                    except Exception as exc:  # BrokenProcessPool, an unpicklable result: retried, run by run
+                        broken = broken or isinstance(exc, BrokenProcessPool)
+                        lost.extend(part)
+                        continue
+                    for line in lines:
+                        on_line(line)
     if lost:
         _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line)
 
@@ -727,31 +789,50 @@ def _chunk_lines(future: Any, part: list[Run]) -> list[dict[str, Any]]:
         return [_worker_failed(run, exc) for run in part]
 
 
-def execute_dask(runs: list[Run], scheduler: str, work: Callable[[list[Run]], list[dict[str, Any]]],
-                 on_line: Callable[[dict[str, Any]], None], chunk: int) -> None:
-    """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks. The runs
-    of a chunk that failed are run again one per task; only a run that fails alone is a harness error."""
+def execute_dask(runs: Iterable[Run], scheduler: str, work: Callable[[list[Run]], list[dict[str, Any]]],
+                 on_line: Callable[[dict[str, Any]], None], chunk: int, *, in_flight: int | None = None) -> None:
+    """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks.
+
+    Chunks are sent as others finish, at most ``in_flight`` at a time (``CHUNKS_PER_WORKER`` per worker
+    thread the cluster has by default), so neither this process nor the scheduler holds the whole batch.
+    The runs of a chunk that failed are run again one per task; only a run that fails alone is a harness
+    error.
+    """
     from dask.distributed import Client, as_completed  # optional dependency: the `dask` extra
 
     with Client(scheduler) as client:
+        limit = max(1, in_flight or CHUNKS_PER_WORKER * max(1, sum(client.nthreads().values())))
         parts = _chunks(runs, chunk)
-        futures = client.map(work, parts, pure=False)
-        chunk_of = {future.key: part for future, part in zip(futures, parts)}
+        part_of: dict[str, list[Run]] = {}
+
+        def send(part: list[Run]) -> Any:
+            future = client.submit(work, part, pure=False)
+            part_of[future.key] = part
+            return future
+
+        pending = as_completed([send(part) for part in islice(parts, limit)])
         lost: list[Run] = []
-        for future in as_completed(futures):
+        for future in pending:
+            part = part_of.pop(future.key)
             try:
                 lines = future.result()
             except Exception:
-                lost.extend(chunk_of[future.key])
-                continue
-            for line in lines:
-                on_line(line)
-        if lost:
-            singles = client.map(work, [[run] for run in lost], pure=False)
-            run_of = {future.key: run for future, run in zip(singles, lost)}
-            for future in as_completed(singles):
-                for line in _chunk_lines(future, [run_of[future.key]]):
+                lost.extend(part)
+            else:
+                for line in lines:
                     on_line(line)
+            following = next(parts, None)
+            if following is not None:
+                pending.add(send(following))
+        singles = _chunks(lost, 1)
+        pending = as_completed([send(single) for single in islice(singles, limit)])
+        for future in pending:
+            single = part_of.pop(future.key)
+            for line in _chunk_lines(future, single):
+                on_line(line)
+            following = next(singles, None)
+            if following is not None:
+                pending.add(send(following))
 
 
 # --- the whole batch ----------------------------------------------------------------------------
@@ -808,29 +889,37 @@ def run_batch(
         writer = ResultsFile(results_path)
         write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
     except OSError as exc:
+        found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
-    todo = [run for run in found.runs if not _settled(writer.get(run.run_id), run, out, reports)]
-    progress.start(len(found.order), len(found.runs) - len(todo))
+
+    def todo() -> Iterator[Run]:
+        """The runs still to replay, read from disk as the executor asks for them."""
+        if writer.empty:
+            return found.iter_runs()
+        return (run for run in found.iter_runs() if not _settled(writer.get(run.run_id), run, out, reports))
+
+    runs = found.index.count(runs_only=True)
+    remaining = runs if writer.empty else sum(1 for _ in todo())
+    progress.start(found.index.count(), runs - remaining)
 
     def on_line(line: dict[str, Any]) -> None:
         writer.append(line)
         progress.advance(line)
 
-    for unreadable in found.unreadable:
-        on_line(unreadable.line())
-
     work = partial(replay_runs, worlds_dir=str(worlds_dir) if worlds_dir is not None else None, runtime=runtime,
                    out_dir=str(out), reports=reports)
-    chunk = max(1, min(25, len(todo) // max(1, jobs * 8)))
+    chunk = max(1, min(25, remaining // max(1, jobs * 8)))
     try:
+        for unreadable in found.iter_unreadable():
+            on_line(unreadable.line())
         if executor == "dask":
-            execute_dask(todo, scheduler, work, on_line, chunk)
+            execute_dask(todo(), scheduler, work, on_line, chunk)
         else:
-            execute_local(todo, jobs, work, on_line, chunk)
-        finish_results(results_path, writer, found.order)
+            execute_local(todo(), jobs, work, on_line, chunk)
+        finish_results(results_path, writer, found.run_ids())
     finally:
         writer.close()
-        found.spool.close()
+        found.close()
         if jobs <= 1 and executor != "dask":
             close_worker()
     ordered = partial(iter_results, results_path)  # the finished results, read afresh for each use

@@ -1,0 +1,151 @@
+"""A batch's bookkeeping on disk: the runs it found, under which ids, in which order, and where each run's
+result line lies.
+
+Both live in private SQLite databases (``sqlite3.connect("")``: a temporary file with no name, gone when
+the connection closes), so a batch of 100,000 runs holds no more of them in memory than one of 1,000 —
+SQLite keeps a small page cache and leaves the rest on disk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from typing import Iterator, NamedTuple
+
+__all__ = ["Found", "OffsetIndex", "RunIndex"]
+
+_FETCH = 512  # rows read from a cursor at a time
+
+
+def _private_database() -> sqlite3.Connection:
+    """A temporary on-disk database for this process alone: nothing to recover after a crash, so no journal."""
+    connection = sqlite3.connect("", check_same_thread=False, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=OFF")
+    connection.execute("PRAGMA synchronous=OFF")
+    connection.execute("PRAGMA cache_size=-4096")  # KiB: a fixed ceiling, whatever the batch's size
+    return connection
+
+
+def _rows(cursor: sqlite3.Cursor) -> Iterator[tuple]:
+    while rows := cursor.fetchmany(_FETCH):
+        yield from rows
+
+
+class Found(NamedTuple):
+    """One input as discovery found it: a run (its trajectory stored at ``offset``/``length``) or a file no
+    adapter could read (``reason`` set, ``run_id`` its path)."""
+
+    seq: int
+    run_id: str
+    file: str
+    trajectory_id: str | None
+    offset: int | None
+    length: int | None
+    reason: str | None
+
+
+class RunIndex:
+    """The inputs of a batch in discovery order. Runs are added as files are read; :meth:`name` then gives
+    each its run id, which needs the whole batch (a trajectory id repeated across files is qualified)."""
+
+    def __init__(self) -> None:
+        self._db = _private_database()
+        self._lock = threading.Lock()
+        self._db.executescript(
+            """
+            CREATE TABLE found (seq INTEGER PRIMARY KEY, file TEXT NOT NULL, place TEXT, position INTEGER,
+                                trajectory TEXT, offset INTEGER, length INTEGER, reason TEXT);
+            CREATE TABLE named (seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL);
+            CREATE TABLE elsewhere (source TEXT, trajectory TEXT, PRIMARY KEY (source, trajectory)) WITHOUT ROWID;
+            """
+        )
+        self._db.execute("BEGIN")  # never committed: the database is gone with the batch, and no write waits
+
+    def add_run(self, file: str, place: str, position: int, trajectory_id: str, offset: int, length: int) -> None:
+        """A run found at ``position`` in ``file`` (``place``: where that file sits under its input)."""
+        with self._lock:
+            self._db.execute("INSERT INTO found (file, place, position, trajectory, offset, length) VALUES (?,?,?,?,?,?)",
+                             (file, place, position, trajectory_id, offset, length))
+
+    def add_unreadable(self, file: str, reason: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT INTO found (file, reason) VALUES (?, ?)", (file, reason))
+
+    def read_elsewhere(self, source: str, trajectory_id: str) -> None:
+        """Remember that an index file gave this run of ``source``: met again there, it is not counted twice."""
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO elsewhere VALUES (?, ?)", (source, trajectory_id))
+
+    def was_read_elsewhere(self, source: str, trajectory_id: str) -> bool:
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM elsewhere WHERE source = ? AND trajectory = ?",
+                                    (source, trajectory_id)).fetchone() is not None
+
+    def name(self) -> None:
+        """Give every run its id: the trajectory id where it is unique in the batch, else qualified by where
+        its file sits under its input (and by its place in the file, where the file repeats it)."""
+        with self._lock:
+            cursor = self._db.execute(
+                """
+                SELECT seq, place, position, trajectory, reason,
+                       COUNT(*) OVER (PARTITION BY trajectory), COUNT(*) OVER (PARTITION BY file, trajectory)
+                FROM found ORDER BY seq
+                """
+            )
+
+            def ids() -> Iterator[tuple[int, str]]:
+                for seq, place, position, trajectory, reason, in_batch, in_file in _rows(cursor):
+                    if reason is not None:
+                        continue
+                    run_id = trajectory
+                    if in_batch > 1:
+                        run_id = f"{trajectory}@{place}" + (f"#{position}" if in_file > 1 else "")
+                    yield seq, run_id
+
+            self._db.executemany("INSERT INTO named VALUES (?, ?)", ids())
+
+    def __iter__(self) -> Iterator[Found]:
+        """Every input, in discovery order, read from disk a few hundred at a time."""
+        cursor = self._db.cursor()
+        with self._lock:
+            cursor.execute(
+                """
+                SELECT found.seq, COALESCE(named.run_id, found.file), file, trajectory, offset, length, reason
+                FROM found LEFT JOIN named ON named.seq = found.seq ORDER BY found.seq
+                """
+            )
+        for row in _rows(cursor):
+            yield Found(*row)
+
+    def count(self, *, runs_only: bool = False) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM found" + (" WHERE reason IS NULL" if runs_only else "")
+                                    ).fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class OffsetIndex:
+    """Where each run's latest result line lies in a results file: run id -> (offset, length)."""
+
+    def __init__(self) -> None:
+        self._db = _private_database()
+        self._db.execute("CREATE TABLE lines (run_id TEXT PRIMARY KEY, offset INTEGER, length INTEGER) WITHOUT ROWID")
+        self._db.execute("BEGIN")  # never committed, as above
+        self._lock = threading.Lock()
+
+    def put(self, run_id: str, offset: int, length: int) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO lines VALUES (?, ?, ?)", (run_id, offset, length))
+
+    def get(self, run_id: str) -> tuple[int, int] | None:
+        with self._lock:
+            return self._db.execute("SELECT offset, length FROM lines WHERE run_id = ?", (run_id,)).fetchone()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM lines").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
