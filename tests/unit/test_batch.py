@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -150,15 +151,61 @@ def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     assert got == expected
 
 
-def test_dask_local_cluster_gives_the_same_results(tmp_path):
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def test_dask_local_cluster_writes_what_the_process_pool_writes(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
-    worlds, runs, _ = _make_batch(tmp_path, copies=2)
-    local = batch.run_batch([runs], worlds, tmp_path / "local", runtime="inprocess", reports=False)
+    from litmus_replay.replay.corpus import write_corpus
+
+    write_corpus(120, 5, "native", tmp_path / "corpus")
+    runs, worlds = tmp_path / "corpus" / "runs", tmp_path / "corpus" / "worlds"
+    pool = batch.run_batch([runs], worlds, tmp_path / "pool", runtime="inprocess", jobs=2)
+    assert pool["over_penalised"] and pool["under_penalised"], "a corpus with flagged runs, so pages are compared too"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        on_dask = batch.run_batch([runs], worlds, tmp_path / "dask", runtime="inprocess", reports=False,
+        on_dask = batch.run_batch([runs], worlds, tmp_path / "dask", runtime="inprocess", jobs=2,
                                    executor="dask", scheduler=cluster.scheduler_address)
-    assert on_dask == local
-    assert (tmp_path / "dask" / "results.jsonl").read_bytes() == (tmp_path / "local" / "results.jsonl").read_bytes()
+    assert on_dask == pool
+    assert (tmp_path / "dask" / "results.jsonl").read_bytes() == (tmp_path / "pool" / "results.jsonl").read_bytes()
+    dask_files, pool_files = _files(tmp_path / "dask"), _files(tmp_path / "pool")
+    dask_files.pop("batch.json"), pool_files.pop("batch.json")  # the same but for where each was written
+    assert dask_files == pool_files
+
+
+class _CountingStream:
+    """Runs handed to an executor, counting how many it has taken and how many have come back as lines:
+    the difference is what the batch holds in flight."""
+
+    def __init__(self, runs):
+        self.runs, self.taken, self.finished, self.most_in_flight = runs, 0, 0, 0
+
+    def __iter__(self):
+        for run in self.runs:
+            self.taken += 1
+            yield run
+
+    def on_line(self, line) -> None:
+        self.most_in_flight = max(self.most_in_flight, self.taken - self.finished)
+        self.finished += 1
+
+
+@pytest.mark.parametrize("executor", ["pool", "dask"])
+def test_executors_take_runs_from_the_stream_only_as_chunks_finish(tmp_path, executor):
+    worlds, runs, _ = _make_batch(tmp_path, copies=4)
+    found = batch.discover([runs])
+    stream = _CountingStream(found.iter_runs())
+    work = partial(batch.replay_runs, worlds_dir=str(worlds), runtime="inprocess", out_dir=None)
+    chunk, in_flight = 2, 3
+    if executor == "dask":
+        distributed = pytest.importorskip("dask.distributed")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+            batch.execute_dask(stream, cluster.scheduler_address, work, stream.on_line, chunk, in_flight=in_flight)
+    else:
+        batch.execute_local(stream, 2, work, stream.on_line, chunk, in_flight=in_flight)
+    found.close()
+    assert stream.finished == stream.taken == PACK_RUNS * 4 > 4 * chunk * in_flight
+    assert 0 < stream.most_in_flight <= chunk * in_flight
 
 
 @pytest.mark.parametrize("fmt", ["native", "openai-chat", "inspect"])
