@@ -9,7 +9,7 @@ from litmus_replay.envs import Outcome
 
 from ..engine import CallReplay
 
-__all__ = ["PAIR_COLUMNS", "class_cell", "evidence_lines", "outcome_cell", "preview"]
+__all__ = ["PAIR_COLUMNS", "class_cell", "evidence_lines", "outcome_cell", "preview", "recorded_as_stub"]
 
 PAIR_COLUMNS = ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class", "evidence")
 
@@ -51,6 +51,14 @@ def preview(value: Any, limit: int = 2000) -> str:
     Compact, not indented: json's C encoder is several times faster, and a batch writes thousands."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def recorded_as_stub(call: CallReplay) -> bool:
+    """Whether a call's recorded result is just what the stub gave (an ``ok`` result with the stub's output):
+    a page then says so instead of printing the output twice, since a batch writes thousands of pages."""
+    recorded = call.call.result
+    return (recorded is not None and recorded.status == "ok" and not recorded.error and recorded.output is not None
+            and bool(call.recorded_match) and call.stub.status == "ok")
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

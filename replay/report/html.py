@@ -20,19 +20,28 @@ from ..analysis import Analysis, class_counts
 from ..engine import CallReplay
 from ..scoring import PairClass
 from .atomic import write_atomic
-from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural, preview
+from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural, preview, recorded_as_stub
 from .export import CLASS_COLOURS, EDGE_STYLES
 from .svg import EDGE_CSS, ESCAPE_COLOUR, escape_edges, escape_text, graph_svg
 
 __all__ = ["IndexEntry", "PageNav", "index_html", "html_page", "nav_html", "page_name", "trajectory_html", "with_nav",
            "write_html_dir"]
 
-# Highlights a node's edges while the pointer is on it; the only script a page carries.
+# Highlights a node's edges while the pointer is on it; the only script a page carries. It also lays a
+# wide transparent twin under each edge's line, so a thin edge is easy to point at: drawn here rather
+# than written into the page, since the twins would be a sixth of a batch's pages.
 _SCRIPT = """
 (function () {
   var svg = document.querySelector("svg.causal-graph");
   if (!svg) { return; }
   var edges = Array.prototype.slice.call(svg.querySelectorAll("g.edge"));
+  edges.forEach(function (edge) {
+    var line = edge.querySelector("path.line");
+    if (!line) { return; }
+    var hit = line.cloneNode(false);
+    hit.setAttribute("class", "hit");
+    edge.insertBefore(hit, line);
+  });
   Array.prototype.forEach.call(svg.querySelectorAll("g.node"), function (node) {
     var key = node.getAttribute("data-key");
     node.addEventListener("mouseenter", function () {
@@ -90,7 +99,7 @@ svg.focus .edge:not(.lit) { opacity: .15; }
 table { border-collapse: collapse; width: 100%; background: #fff; }
 th, td { border: 1px solid #d8dde5; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #eef1f5; font-weight: 600; }
-td.mono, .mono { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; }
+td.mono, .mono, table.pairs td:nth-child(2), table.pairs td:nth-child(3) { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; }
 td.evidence ul { margin: 0; padding-left: 16px; }
 table.pairs td:not(.evidence) { white-space: nowrap; }
 tr:target { outline: 2px solid #2563a8; }
@@ -183,7 +192,8 @@ def _legend() -> str:
 def _call_details(call: CallReplay) -> str:
     parts = [("arguments", call.call.arguments)]
     if call.call.result is not None:
-        parts.append(("recorded", call.call.result.model_dump()))
+        parts.append(("recorded", "ok, the same output as the stub" if recorded_as_stub(call)
+                      else call.call.result.model_dump()))
     parts.append(("stub output", call.stub.output))
     if call.real is not None:
         same = call.real.output == call.stub.output
@@ -202,7 +212,7 @@ def _pair_table(run: Analysis) -> str:
         commit = call.commit.policy_verdict if call.commit else "-"
         rows.append(
             f'<tr id="{escape("call-" + call.key, quote=True)}" class="pair pc-row-{escape(call.pair.cls.value, quote=True)}">'
-            f"<td>{call.turn}</td><td class=\"mono\">{escape(call.key)}</td><td class=\"mono\">{escape(call.call.tool)}</td>"
+            f"<td>{call.turn}</td><td>{escape(call.key)}</td><td>{escape(call.call.tool)}</td>"  # monospace by column
             f"<td>{escape(outcome_cell(call.stub))}</td><td>{escape(outcome_cell(call.real))}</td>"
             f"<td>{escape(call.proposal.policy_verdict)}</td><td>{escape(commit)}</td>"
             f"<td>{_pill(call.pair.cls.value, class_cell(call))}</td>"

@@ -25,7 +25,7 @@ import networkx as nx
 from ..detectors import Finding
 from ..engine import CallReplay, TrajectoryReplay
 from ..graph import WORLD_NODE, call_nodes
-from .cells import outcome_cell, preview
+from .cells import outcome_cell, preview, recorded_as_stub
 from .export import CLASS_COLOURS, EDGE_STYLES, WORLD_COLOURS
 
 __all__ = ["EDGE_CSS", "ESCAPE_COLOUR", "Box", "escape_edges", "escape_text", "graph_svg", "layout"]
@@ -120,7 +120,7 @@ def _node_title(node: str, attrs: dict[str, Any], call: CallReplay | None) -> st
         "arguments: " + _json(call.call.arguments),
     ]
     if call.call.result is not None:
-        lines.append("recorded output: " + _json(call.call.result.output))
+        lines.append("recorded output: " + ("the same as the stub" if recorded_as_stub(call) else _json(call.call.result.output)))
     lines.append("stub output: " + _json(call.stub.output))
     if call.real is not None:
         same = call.real.output == call.stub.output
@@ -315,7 +315,7 @@ def graph_svg(
             out.append(
                 f'<g class="{_a(classes)}" data-kind="{_a(kind)}" data-source="{_a(source)}" data-target="{_a(target)}">'
                 f"<title>{escape_text(_edge_title(source, target, data, escaping))}</title>"
-                f'<path class="hit" d="{path}"/><path class="line" d="{path}"/></g>'
+                f'<path class="line" d="{path}"/></g>'  # its hit area: the page's script
             )
     out.append("</g>")
 

@@ -20,6 +20,8 @@ from litmus_replay.replay.cli import main
 from litmus_replay.replay.detectors import run_detectors
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.graph import EDGE_KINDS, build_graph, call_nodes, edges_of_kind
+from litmus_replay.replay.report.cells import preview
+from litmus_replay.replay.report.svg import escape_text
 from litmus_replay.replay.report import (
     graph_document,
     markdown_report,
@@ -168,6 +170,45 @@ def test_svg_has_one_node_per_call_and_every_edge_by_kind(request, name):
         title = re.search(rf'data-key="{re.escape(call.key)}"[^>]*><title>([^<]*)</title>', page)
         assert title and "arguments: " in title.group(1) and "stub output: " in title.group(1)
     assert page.count("<title>") == 1 + len(nodes) + 1 + len(edges)  # page, calls, world, edges
+
+
+def test_a_recorded_result_is_printed_where_the_stub_did_not_reproduce_it(tmp_path):
+    path = tmp_path / "recorded.yaml"
+    path.write_text(textwrap.dedent(
+        """\
+        name: recorded
+        world:
+          principals: [alice]
+          records:
+            rows: [{id: 1, owner: alice, data: {name: Acme}}]
+        policy: {rules: []}
+        trajectory:
+          id: recorded
+          principal: alice
+          turns:
+            - calls:
+                - tool: query_records
+                  arguments: {filter: "name=Acme"}
+                  result: {status: ok, output: '[{"id": 1, "owner": "alice", "version": 1, "data": {"name": "Acme"}}]'}
+                - tool: query_records
+                  arguments: {filter: "name=Acme"}
+                  result: {status: ok, output: [{id: 1, data: {name: "Initech"}}]}
+        """
+    ))
+    (run,) = _runs(path)
+    page = trajectory_html(run)
+    same, other = run.replay.calls
+    assert same.recorded_match and not other.recorded_match
+
+    def shown(call) -> tuple[str, str]:
+        row = re.search(rf'<tr id="call-{re.escape(call.key)}".*?</tr>', page, re.S).group(0)
+        title = re.search(rf'data-key="{re.escape(call.key)}"[^>]*><title>([^<]*)</title>', page).group(1)
+        return re.search(r"<div>recorded</div><pre>(.*?)</pre>", row, re.S).group(1), title
+
+    assert shown(same)[0] == "ok, the same output as the stub"
+    assert "recorded output: the same as the stub" in shown(same)[1]
+    assert shown(other)[0] == escape_text(preview(other.call.result.model_dump(), 4000))
+    assert "Initech" in shown(other)[1] and "the same as the stub" not in shown(other)[1].split("recorded output: ")[1]
 
 
 def test_divergent_counterfactual_and_critical_nodes_are_marked(hostile):
