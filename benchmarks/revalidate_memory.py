@@ -8,8 +8,9 @@ and time grow linearly with the runs, on either executor.
 Each size is a corpus written by ``litmus-replay corpus --n N`` (not timed; kept in ``--corpora`` to be
 reused by a later run), re-validated from an empty output directory in a fresh process (so each peak is
 its own), with the default report mode. ``pool`` is ``--jobs`` worker processes; ``dask`` is a
-``LocalCluster`` of ``--jobs`` worker processes of one thread each, started before the clock (its
-scheduler runs in the batch process, so the batch's peak includes it). Seconds are whole batches:
+``LocalCluster`` of ``--jobs`` worker processes of one thread each, started, and the package imported
+in each, before the clock (as the pool's workers, forked from the batch, have it); its scheduler runs in
+the batch process, so the batch's peak includes it. Seconds are whole batches:
 discovery, replay, results, summary, pages and index. The load average before each batch is printed
 with it: the machine's other work slows the figure.
 """
@@ -40,6 +41,8 @@ if executor == "dask":
     from dask.distributed import Client, LocalCluster
     cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
     options = {"executor": "dask", "scheduler": cluster.scheduler_address}
+    with Client(cluster.scheduler_address) as client:  # as the pool's forked workers are: the package imported
+        client.run(__import__, "litmus_replay.replay.batch")
 started = time.perf_counter()
 summary = batch.run_batch([corpus + "/runs"], corpus + "/worlds", out, runtime=runtime, jobs=jobs, **options)
 seconds = time.perf_counter() - started
