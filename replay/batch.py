@@ -7,7 +7,8 @@ interrupted batch, re-run, ends with exactly the results of an uninterrupted one
 missing. Lines hold no timings, so results are byte-for-byte repeatable.
 
 Executors: a local process pool (the default), or a Dask distributed cluster; each worker process opens
-its own runtime once and reuses it.
+its own runtime once and reuses it. Either is fed from a stream: runs are read from disk as chunks are
+sent, a few chunks per worker in flight, so a batch's memory does not grow with its number of runs.
 
 Pages: by default only the runs whose verdict does not stand (over-penalised, under-penalised,
 unscoreable) get an HTML page (``reports="flagged"``; ``"all"`` or ``"none"`` otherwise); any run's page
@@ -906,8 +907,9 @@ def run_batch(
         writer.append(line)
         progress.advance(line)
 
-    work = partial(replay_runs, worlds_dir=str(worlds_dir) if worlds_dir is not None else None, runtime=runtime,
-                   out_dir=str(out), reports=reports)
+    # Absolute paths: a Dask worker was started in a directory of its own.
+    work = partial(replay_runs, worlds_dir=str(Path(worlds_dir).resolve()) if worlds_dir is not None else None,
+                   runtime=runtime, out_dir=str(out.resolve()), reports=reports)
     chunk = max(1, min(25, remaining // max(1, jobs * 8)))
     try:
         for unreadable in found.iter_unreadable():
