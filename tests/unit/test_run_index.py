@@ -1,0 +1,68 @@
+"""The batch's on-disk bookkeeping: run ids given as the batch's rule says, whatever repeats among the
+inputs; inputs read back in discovery order; the latest offset of a result line wins."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litmus_replay.replay.run_index import OffsetIndex, RunIndex
+
+FILES = st.sampled_from(["a.jsonl", "b.jsonl", "sub/a.jsonl"])
+IDS = st.sampled_from(["t1", "t2", "t3", "run@x"])
+INPUTS = st.lists(st.one_of(st.tuples(FILES, IDS), st.tuples(FILES, st.none())), max_size=40)
+
+
+def expected_ids(inputs: list[tuple[str, str | None]]) -> list[str]:
+    """The rule, written plainly: a trajectory id unique in the batch is the run id; a repeated one is
+    qualified by its file, and by its place in the file where the file repeats it too."""
+    runs = [(file, trajectory) for file, trajectory in inputs if trajectory is not None]
+    in_batch = Counter(trajectory for _, trajectory in runs)
+    in_file = Counter(runs)
+    positions: Counter[str] = Counter()
+    ids = []
+    for file, trajectory in inputs:
+        if trajectory is None:  # a file no adapter could read: known by its path
+            ids.append(file)
+            continue
+        position = positions[file]
+        positions[file] += 1
+        if in_batch[trajectory] == 1:
+            ids.append(trajectory)
+        else:
+            ids.append(f"{trajectory}@{file}" + (f"#{position}" if in_file[(file, trajectory)] > 1 else ""))
+    return ids
+
+
+@given(INPUTS)
+def test_run_ids_follow_the_rule_and_inputs_come_back_in_order(inputs):
+    index = RunIndex()
+    positions: Counter[str] = Counter()
+    for number, (file, trajectory) in enumerate(inputs):
+        if trajectory is None:
+            index.add_unreadable(file, f"{file}: not a run")
+        else:
+            index.add_run(file, file, positions[file], trajectory, number * 10, number)
+            positions[file] += 1
+    index.name()
+    found = list(index)
+    index.close()
+    assert [item.run_id for item in found] == expected_ids(inputs)
+    runs = [item for item in found if item.reason is None]
+    assert len({item.run_id for item in runs}) == len(runs), "every run keeps its own id"
+    assert [(item.file, item.trajectory_id) for item in found] == list(inputs)
+    assert [item.offset for item in runs] == [number * 10 for number, (_, t) in enumerate(inputs) if t is not None]
+
+
+@given(st.lists(st.tuples(IDS, st.integers(0, 10**9), st.integers(1, 10**6)), max_size=30))
+def test_the_latest_offset_of_a_line_wins(puts):
+    index = OffsetIndex()
+    latest = {}
+    for run_id, offset, length in puts:
+        index.put(run_id, offset, length)
+        latest[run_id] = (offset, length)
+    assert {run_id: index.get(run_id) for run_id in latest} == latest
+    assert len(index) == len(latest) and index.get("never written") is None
+    index.close()
