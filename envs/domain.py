@@ -156,7 +156,10 @@ class Declaration:
     call (a runtime's per-call backstop is raised above it); :meth:`Domain.call_seconds` may derive it from
     the world's section. ``code``: the importable modules it needs inside an isolated runtime, made visible
     read-only there; None means the distribution that provides the domain and its dependencies.
-    ``runtimes``: the runtimes it can run in; None means every runtime.
+    ``runtimes``: the runtimes it can run in; None means every runtime. ``command_root``: its tools run
+    commands in a root of their own made from the world (a mount namespace per command), so an isolated
+    runtime lets its env server make one (``CAP_SYS_ADMIN`` and ``CAP_SYS_CHROOT`` in the runtime; the
+    command itself keeps no capability).
     """
 
     contained: bool = False
@@ -164,6 +167,7 @@ class Declaration:
     max_call_seconds: float | None = None
     code: tuple[str, ...] | None = None
     runtimes: tuple[str, ...] | None = None
+    command_root: bool = False
 
     def __post_init__(self) -> None:
         if self.in_memory and not self.contained:

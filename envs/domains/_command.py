@@ -2,10 +2,14 @@
 leaving nothing behind.
 
 Only the shell domain's real semantics use this, and only in an isolated world (a sandbox or a container),
-where the env server runs as root of its namespace: the child takes the principal's uid fully
-(``setresuid``, no supplementary groups) before it execs, so the kernel decides what the command may touch.
-Where every principal shares the server's one uid (a sandbox without subordinate ids), the child keeps that
-uid and execs without any capability (``no_capabilities``: securebits and no ambient set). When the command ends, times out or floods its output, everything still running as that uid is killed
+where the env server runs as root of its namespace. The child first enters the command's own root (the
+world at its absolute paths, see :mod:`._command_root`), then sheds every capability for good
+(:func:`_shed_capabilities`: an empty bounding set, no inheritable or ambient ones, securebits so that uid 0
+gains none at exec, all locked, and no-new-privs), then takes the principal's uid fully (``setresuid``, no
+supplementary groups) before it execs, so the kernel decides what the command may touch. Where every
+principal shares the server's one uid (a sandbox without subordinate ids), the child keeps that uid and
+execs without any capability all the same, as the first process of a pid namespace of its own
+(``own_pids``), so it can neither see nor signal the server. When the command ends, times out or floods its output, everything still running as that uid is killed
 (a helper process that becomes the principal and ``kill(-1, SIGKILL)``s until nothing answers), and the
 server — a child subreaper — reaps every descendant before it answers, so no background process or fork
 bomb outlives the call. Between the server and the command sits a tracer (:mod:`._trace`), the command's
@@ -26,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import _trace
+from ._command_root import RootPlan, enter, own_proc
 
 KEEP = 64 * 1024  # bytes of each stream kept in the outcome; the rest is read and discarded
 HARD_CAP = 8 * 1024 * 1024  # bytes of output (both streams) after which the command is killed
@@ -34,7 +39,10 @@ EVIDENCE_CAP = 64 * 1024
 TRACE_CAP = 256 * 1024  # the tracer sends at most _trace.MAX_FAILURES records and a final one
 REAP_GRACE = 2.0  # s to kill and reap what a command left behind
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 28, 47, 4
+PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
+PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWPID = 0x20000000
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 # uid 0 gains no capabilities at exec, and no ambient ones can be raised again, for good
 SECBITS_NO_CAPABILITIES = (1 << 0) | (1 << 1) | (1 << 6) | (1 << 7)  # NOROOT, NO_CAP_AMBIENT_RAISE, and locks
 
@@ -60,8 +68,10 @@ class Command:
     timeout: float
     uid: int | None = None  # None: run as the server's own uid (no switching possible)
     gid: int | None = None
-    no_capabilities: bool = False  # exec without any capability, even as uid 0 of the namespace
     limits: Limits = field(default_factory=Limits)
+    root: RootPlan | None = None  # the command's own root (None: the server's), made at ``root_mountpoint``
+    root_mountpoint: str = ""
+    own_pids: bool = False  # a pid namespace of its own: it can neither see nor signal the server's processes
 
 
 @dataclass
@@ -80,10 +90,11 @@ class Result:
 
 
 class SpawnError(OSError):
-    """The command could not start: ``stage`` says where (``chdir`` or ``exec``)."""
+    """The command could not start: ``stage`` says where (``pids``, ``root``, ``capabilities``, ``chdir``,
+    ``exec``)."""
 
-    def __init__(self, code: int, stage: str):
-        super().__init__(code, os.strerror(code))
+    def __init__(self, code: int, stage: str, detail: str = ""):
+        super().__init__(code, detail or os.strerror(code))
         self.stage = stage
 
 
@@ -123,8 +134,9 @@ def run(command: Command) -> Result:
         os.waitpid(pid, 0)
         for fd in (out_r, err_r, ev_r, trace_r):
             os.close(fd)
-        stage, _, code = failure.decode().partition(":")
-        raise SpawnError(int(code or errno.EIO), stage)
+        stage, _, rest = failure.decode("utf-8", "replace").partition(":")
+        code, _, detail = rest.partition(":")
+        raise SpawnError(int(code) if code.isdigit() else errno.EIO, stage, detail)
     watch = _Watch(pid, {out_r: "stdout", err_r: "stderr", ev_r: "evidence", trace_r: "trace"})
     try:
         watch.until(started + command.timeout)
@@ -156,6 +168,11 @@ def _tracer(command: Command, fds: dict[int, int], exec_w: int, trace_w: int, ch
     """In the forked tracer: start the command as its traced child, then follow it (never returns)."""
     try:
         os.setsid()
+        if command.own_pids:  # the command is the first process of a pid namespace; the tracer stays outside
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(CLONE_NEWPID) != 0:
+                _report(exec_w, f"pids:{ctypes.get_errno() or errno.EIO}:unshare(CLONE_NEWPID)")
+                os._exit(127)
         child = os.fork()
         if child == 0:
             _child(command, fds, exec_w)
@@ -228,6 +245,14 @@ def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragm
                 os.closerange(start, fd)
             start = fd + 1
         os.closerange(start, max(start + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+        if command.root is not None:
+            stage = "root"
+            enter(command.root, command.root_mountpoint)
+            if command.own_pids:
+                own_proc()
+        stage = "capabilities"
+        _shed_capabilities()
+        stage = "setup"
         if command.uid is not None and command.gid is not None:
             os.setgroups([])
             os.setresgid(command.gid, command.gid, command.gid)
@@ -246,19 +271,58 @@ def _child(command: Command, fds: dict[int, int], exec_w: int) -> None:  # pragm
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(res, (value, value))
         os.umask(0o022)
-        if command.no_capabilities:  # needs CAP_SETPCAP, which a server sharing one uid keeps for this
-            libc = ctypes.CDLL(None, use_errno=True)
-            if (libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0
-                    or libc.prctl(PR_SET_SECUREBITS, SECBITS_NO_CAPABILITIES, 0, 0, 0) != 0):
-                raise OSError(ctypes.get_errno(), "prctl")
         stage = "exec"
         _trace.trace_me()  # where ptrace is refused the command runs untraced (the tracer says so)
         os.execve(command.executable, command.argv, command.env)
     except OSError as exc:
-        _report(report, f"{stage}:{exc.errno or errno.EIO}")
+        _report(report, f"{stage}:{exc.errno or errno.EIO}:{exc.strerror or ''}"[:512])
     except BaseException:
         _report(report, f"{stage}:{errno.EIO}")
     os._exit(127)
+
+
+def _shed_capabilities() -> None:  # pragma: no cover  (runs in the forked child)
+    """Leave the command no capability and no way back, whatever uid it runs as.
+
+    Empties the bounding set (no exec can grant a capability again), clears the inheritable and ambient
+    sets, sets and locks securebits so that uid 0 gains nothing at exec, and sets no-new-privs (setuid
+    and file capabilities are ignored). Needs ``CAP_SETPCAP``, which the isolated runtimes give their
+    server for this. The permitted and effective sets the server's uid still holds go at ``setresuid`` to
+    a principal or, for uid 0, at exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            last = int(handle.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+    _clear_inheritable(libc)
+    if (libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0
+            or libc.prctl(PR_SET_SECUREBITS, SECBITS_NO_CAPABILITIES, 0, 0, 0) != 0
+            or libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0):
+        raise OSError(ctypes.get_errno(), "prctl")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _clear_inheritable(libc: ctypes.CDLL) -> None:  # pragma: no cover  (runs in the forked child)
+    """Empty the inheritable set (a runtime may leave the server's there), keeping the others for now."""
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    for half in data:
+        half.inheritable = 0
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
 
 
 def _report(fd: int, message: str) -> None:  # pragma: no cover

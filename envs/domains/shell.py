@@ -4,13 +4,21 @@ Real: recorded content is executed, so only in an isolated world (``env.isolated
 runtime); anywhere else the call is refused with 501 and nothing runs — recorded content never runs on the
 host. The command runs as ``bash -c COMMAND`` (``sh -c`` where there is no bash) under the declared
 principal's uid and gid (a full ``setresuid``, no supplementary groups) — or, in a sandbox whose principals
-share one uid (``env.shared_uid``), as that uid without any capability — in a new session, with stdin
-``/dev/null``, a clean environment (``HOME``, ``PATH``, ``LANG``), rlimits (processes, address space, file
-size, CPU, no core) and a wall-clock timeout (``timeout``, default and ceiling from the world spec). Its
-working directory is the world's workspace under the world's root (made if missing, owned like the files
-domain's directories: by the first declared principal). Absolute paths in a command name the sandbox's own
-filesystem (read-only system directories, a private ``/tmp``), not the world's: the world's tree is under
-its root, and commands see it relative to the workspace.
+share one uid (``env.shared_uid``), as that uid and in a pid namespace of its own, so it cannot signal the
+server — without any capability (an empty bounding set, locked securebits, no-new-privs), in a new session, with stdin ``/dev/null``, a clean environment (``HOME``,
+``PATH``, ``LANG``), rlimits (processes, address space, file size, CPU, no core) and a wall-clock timeout
+(``timeout``, default and ceiling from the world spec).
+
+One picture of the world: the command runs in a root of its own (a mount namespace per command, see
+:mod:`._command_root`) where the world's tree stands at the absolute paths the files domain resolves, so
+a recorded ``rm -rf /workspace/x`` or ``cp /home/bob/app.conf .`` acts on the world's files, and its
+effects are the world's. The system's directories (``/usr``, ``/bin``, ``/lib*``, ``/etc``) are there
+read-only, with ``/proc``, ``/dev`` and a ``/tmp`` (the world's, if it has one, else a private one);
+nothing of the server is. A world entry named like a system directory never replaces it: the world's
+``/etc/app.conf`` is shown (and writable, as its modes say) inside a read-only ``/etc``, while a world's
+``/etc/passwd`` or ``/usr`` symlink is not shown, and the call says so in its evidence. The working
+directory is the world's workspace (made if missing, owned like the files domain's directories: by the
+first declared principal); ``HOME`` is ``/home/<principal>`` where the world has it, else the workspace.
 
 Outcome: a command that ran to its end is ``ok`` whatever its exit status, with ``{"exit_code", "stdout",
 "stderr", "truncated"}`` (each stream keeps its first 64 KiB); a non-zero status is evidence, not a
@@ -59,7 +67,7 @@ from typing import Any, Collection, Iterator, Mapping
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import ensure_within, host_path, trace_in_root
-from . import _command
+from . import _command, _command_root
 from .files import DIR_MODE, TreeScanner, file_view
 
 DEFAULT_TIMEOUT = 10.0
@@ -209,6 +217,7 @@ class ShellReal(_Shell):
     """Real semantics: a real shell, as the principal, in an isolated world only."""
 
     semantics = "real"
+    declaration = Declaration(contained=False, max_call_seconds=DEFAULT_MAX_TIMEOUT, command_root=True)
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
@@ -227,10 +236,15 @@ class ShellReal(_Shell):
         with _effective_root():
             if not self._subreaper:
                 self._subreaper = _command.become_subreaper()
-            cwd, world_cwd = self._workspace()
-            call.read(f"files:{world_cwd}")  # a command may read anything in its workspace
+            if os.getuid() != 0:
+                call.note("refused: only an env server that is root of its runtime can give a command the world as its root")
+                raise ServiceError(501, REFUSAL)
+            cwd = self._workspace()
+            call.read(f"files:{cwd}")  # a command may read anything in its workspace
+            root = _command_root.plan(self.root)
+            self._note_hidden(call, root.hidden)
             uid, gid = self.env.ids(principal)
-            switch = os.getuid() == 0 and not self.env.shared_uid
+            switch = not self.env.shared_uid
             shell = shutil.which("bash", path=PATH) or shutil.which("sh", path=PATH) or "/bin/sh"
             name = os.path.basename(shell)
             is_bash = name == "bash"
@@ -238,25 +252,27 @@ class ShellReal(_Shell):
             env = {"HOME": self._home(principal, cwd), "PATH": PATH, "LANG": "C.UTF-8"}
             if switch:
                 who = f"{principal} (uid {uid}, gid {gid})"
-            elif self.env.shared_uid:
-                who = f"{principal} on the uid every principal shares here, without capabilities"
             else:
-                who = f"the server's uid {os.getuid()} (cannot switch)"
-            call.note(f"ran `{os.path.basename(shell)} -c` as {who} in {world_cwd}, timeout {limit:g} s")
+                who = f"{principal} on the uid every principal shares here, without capabilities"
+            call.note(f"ran `{os.path.basename(shell)} -c` as {who} in {cwd}, timeout {limit:g} s")
             if not is_bash:
                 call.note("no bash here: swallowed errors inside the command are not traced")
             limits = self.settings.limits
             if self.env.pids_cgroup:  # the container's pids limit is this world's own; a uid's count is not
                 limits = dataclasses.replace(limits, processes=None, traced_processes=limits.processes)
-            spec = _command.Command(executable=shell, argv=argv, env=env, cwd=cwd, timeout=limit, uid=uid if switch else None,
-                                    gid=gid if switch else None, limits=limits,
-                                    no_capabilities=self.env.shared_uid)
+            spec = _command.Command(executable=shell, argv=argv, env=env, cwd=cwd, timeout=limit,
+                                    uid=uid if switch else None, gid=gid if switch else None, limits=limits,
+                                    root=root, root_mountpoint=self._mountpoint(), own_pids=self.env.shared_uid)
             try:
                 result = _command.run(spec)
             except _command.SpawnError as exc:
                 if exc.stage == "chdir":
-                    raise OSError(exc.errno, exc.strerror, world_cwd) from None
-                raise ServiceError(500, f"run_command could not start {shell}: {exc.strerror}") from None
+                    raise OSError(exc.errno, exc.strerror, cwd) from None
+                if exc.stage == "root":
+                    raise ServiceError(500, f"run_command could not give the command the world as its root: "
+                                            f"{exc.strerror} (the runtime must let its env server make a mount "
+                                            "namespace: CAP_SYS_ADMIN and CAP_SYS_CHROOT)") from None
+                raise ServiceError(500, f"run_command could not start {shell} ({exc.stage}): {exc.strerror}") from None
         return self._answer(call, result, limit)
 
     def _answer(self, call: Call, result: _command.Result, limit: float) -> dict[str, Any]:
@@ -284,8 +300,21 @@ class ShellReal(_Shell):
             "truncated": result.truncated,
         }
 
-    def _workspace(self) -> tuple[str, str]:
-        """The workspace's host path (made if missing, in root) and its world path."""
+    def _note_hidden(self, call: Call, hidden: tuple[str, ...]) -> None:
+        if hidden:
+            shown = ", ".join(hidden[:5]) + (f" and {len(hidden) - 5} more" if len(hidden) > 5 else "")
+            call.note(f"the command does not see the world's {shown}: the system's own entries stand there")
+
+    def _mountpoint(self) -> str:
+        """Where the command's root is made (beside the world's root, outside the world's tree)."""
+        assert self.root is not None
+        path = os.path.join(os.path.dirname(self.root), ".command-root")
+        if not os.path.isdir(path):
+            os.mkdir(path, 0o700)
+        return path
+
+    def _workspace(self) -> str:
+        """The workspace's world path (made if missing, as the files domain makes directories)."""
         assert self.root is not None
         owner = self._default_owner()
         parts = [p for p in self.settings.workspace.split("/") if p]
@@ -300,17 +329,17 @@ class ShellReal(_Shell):
                     os.chown(host, *owner)
             elif not stat.S_ISDIR(os.stat(host, follow_symlinks=False).st_mode):
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", res.path)
-        res = trace_in_root(self.root, self.settings.workspace)
-        return host_path(self.root, res.path), res.path
+        return trace_in_root(self.root, self.settings.workspace).path
 
     def _default_owner(self) -> tuple[int, int] | None:
         first = next(iter(self.env.principals), None)
         return self.env.ids(first) if first is not None else None
 
     def _home(self, principal: str, cwd: str) -> str:
+        """``/home/<principal>`` where the world has that directory, else the workspace (world paths)."""
         assert self.root is not None
         home = host_path(self.root, f"/home/{principal}")
-        return home if os.path.isdir(home) and not os.path.islink(home) else cwd
+        return f"/home/{principal}" if os.path.isdir(home) and not os.path.islink(home) else cwd
 
     def snapshot(self) -> dict[str, str]:
         """The world's tree as the files domain digests it (same ids, same digests)."""

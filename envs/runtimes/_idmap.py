@@ -12,7 +12,8 @@ nobody 65534), so the namespace needs inner ids 0-65535. Three ways to get them:
 - ``single-uid`` (an ordinary user without a range or the helpers): inner 0 onto the user's own uid
   only (root: onto ``uid_base``), ``setgroups`` denied, as an unprivileged process may. Every principal
   then shares that uid: the files domain checks permissions itself and shell commands run without
-  capabilities, but can touch every principal's files. The runtime says so once (:attr:`IdMap.notice`).
+  capabilities, in a pid namespace of their own (the server's uid is theirs too), but can touch every
+  principal's files. The runtime says so once (:attr:`IdMap.notice`).
 """
 
 from __future__ import annotations

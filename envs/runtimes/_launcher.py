@@ -57,7 +57,9 @@ CAPABILITIES = {
     "CAP_KILL": 5,  # kill a command's processes, whoever they run as
     "CAP_SETGID": 6,  # setegid/setresgid to a principal per call
     "CAP_SETUID": 7,  # seteuid/setresuid to a principal per call
-    "CAP_SETPCAP": 8,  # principals sharing one uid: exec each command without capabilities (securebits)
+    "CAP_SETPCAP": 8,  # exec each command without capabilities: empty bounding set, securebits
+    "CAP_SYS_CHROOT": 18,  # a command's root: chroot into the world laid out at its absolute paths
+    "CAP_SYS_ADMIN": 21,  # a command's root: a mount namespace per command (over this namespace only)
 }
 # pivot_root has no glibc wrapper; the generic table (aarch64, riscv64, ...) numbers it 41.
 SYS_PIVOT_ROOT = {"x86_64": 155, "i386": 217, "i686": 217, "ppc64le": 203, "ppc64": 203, "s390x": 217,

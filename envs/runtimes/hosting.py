@@ -60,6 +60,7 @@ class Hosting:
     uncontained_tools: frozenset[str]  # a call to one may leave state that the next load does not rebuild
     obstacle: str | None  # why the world cannot run inside this runtime, or None
     in_memory: bool  # every domain keeps all its state in memory
+    command_root: bool = False  # a domain runs commands in a root made from the world (see Declaration)
 
     @property
     def inside(self) -> bool:
@@ -71,9 +72,10 @@ class Hosting:
             return default
         return max(default, self.call_seconds + BACKSTOP_MARGIN)
 
-    def key(self) -> tuple[Mount, ...]:
-        """What a host must have been made with to host this world (its mounts are fixed at start)."""
-        return self.mounts
+    def key(self) -> tuple[tuple[Mount, ...], bool]:
+        """What a host must have been made with to host this world (its mounts and capabilities are fixed at
+        start): its mounts, and whether its server may make a command's root."""
+        return self.mounts, self.command_root
 
 
 @lru_cache(maxsize=1)
@@ -132,6 +134,7 @@ def plan(spec: Mapping[str, Any], semantics: Semantics, runtime: str, *, foreign
         uncontained_tools=frozenset(uncontained),
         obstacle="; ".join(obstacles) or None,
         in_memory=all(pair[semantics].declaration.in_memory for pair in pairs.values()),
+        command_root=any(pair[semantics].declaration.command_root for pair in pairs.values()),
     )
 
 

@@ -12,10 +12,11 @@ group list the world's principals; nothing of the host's but ``ld.so.cache``); a
 size-limited tmpfs at ``/world`` where the server lays the world out; ``/proc`` of the new pid namespace and
 a minimal ``/dev``. The network namespace holds only loopback. Every process in it runs with no-new-privs,
 under rlimits (address space, processes, CPU, file size, no core dumps), and the server keeps only the
-capabilities it needs (chown, dac_override, fowner, kill, setuid, setgid) inside its namespace, so each call
-runs under the principal's uid and the kernel decides file access. Where the principals share one uid
-(``single-uid``), it keeps dac_override, fowner and setpcap (to exec commands without capabilities), and the
-files domain decides access itself.
+capabilities it needs (chown, dac_override, fowner, kill, setuid, setgid, and setpcap to exec each command
+without any) inside its namespace, so each call runs under the principal's uid and the kernel decides file
+access. Where the principals share one uid (``single-uid``), it keeps dac_override, fowner and setpcap, and
+the files domain decides access itself. A sandbox made for a world with a shell adds sys_admin and
+sys_chroot, over its own namespace only, to make each command's root (see :func:`server_capabilities`).
 
 ``_launcher.py`` does the privileged part (see its docstring); the namespaces and the root are made by
 bubblewrap where ``bwrap`` is installed (Debian: ``apt-get install bubblewrap``), else by the launcher
@@ -59,6 +60,9 @@ SERVER_ARGS = ("-S", "-m", "litmus_replay.envs.server", "--stdio", "--isolated",
 # Principals sharing one uid: the server keeps what it needs to lay a world out whatever its modes, and
 # CAP_SETPCAP to exec commands without capabilities (it cannot switch uids, so it needs no others).
 SHARED_UID_CAPS = ("CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
+# A world whose domains run commands in a root made from the world (a shell): a mount namespace and a
+# chroot per command, made in the forked child, which then sheds every capability before it execs.
+COMMAND_ROOT_CAPS = ("CAP_SYS_ADMIN", "CAP_SYS_CHROOT")
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 HOSTNAME = "litmus"
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -203,7 +207,7 @@ class _Sandbox:
     """One sandbox: the launcher's process tree and a client on its env server's stdio."""
 
     def __init__(self, options: SandboxOptions, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str,
-                 bwrap: str | None, idmap: IdMap):
+                 bwrap: str | None, idmap: IdMap, command_root: bool = False):
         self.options = options
         self.idmap = idmap
         self.call_timeout = options.call_timeout
@@ -213,6 +217,7 @@ class _Sandbox:
         self.info: dict[str, Any] = {}
         self.tainted = False  # ran a tool that may leave state outside the world root: never reuse
         self.worlds = 0  # worlds hosted so far: a sandbox is retired before its server's CPU limit nears
+        self.command_root = command_root
         self._start(etc, mounts, staging, bwrap)
 
     def _start(self, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str, bwrap: str | None) -> None:
@@ -231,7 +236,7 @@ class _Sandbox:
             config = {
                 "parent": os.getpid(), "ready": ready_w, "go": go_r, "staging": staging, "sources": sources,
                 "ops": ops, "hostname": HOSTNAME, "bwrap": bwrap, "rlimits": self._rlimits(),
-                "caps": sorted(SHARED_UID_CAPS if shared else set(_launcher.CAPABILITIES) - {"CAP_SETPCAP"}),
+                "caps": server_capabilities(shared, self.command_root),
                 "stage_as_host_root": self.idmap.staged_by_host_root, "setgroups": self.idmap.setgroups,
                 "env": {"PATH": PATH, "PYTHONPATH": MOUNT_ROOT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
                         "HOME": "/"},
@@ -482,8 +487,8 @@ class SandboxRuntime(Runtime):
                        SandboxWorld, keep_after_bad_load=False)
 
     def _spawn(self, key: Any) -> _Sandbox:
-        etc, mounts = key
-        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap)
+        etc, (mounts, command_root) = key
+        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap, command_root)
 
     def close(self) -> None:
         self._closed = True
@@ -491,6 +496,14 @@ class SandboxRuntime(Runtime):
             sandbox.kill()
             sandbox._stderr.close()
         self._finalizer()
+
+
+def server_capabilities(shared_uid: bool, command_root: bool) -> list[str]:
+    """The capabilities the env server keeps in its namespace, and why each (see ``_launcher.CAPABILITIES``):
+    every one it needs to act as each principal (none to switch uids where they share one), the two that
+    make a command's root where a domain needs one, and CAP_SETPCAP to exec every command without any."""
+    caps = set(SHARED_UID_CAPS if shared_uid else _launcher.CAPABILITIES) - set(COMMAND_ROOT_CAPS)
+    return sorted(caps | (set(COMMAND_ROOT_CAPS) if command_root else set()))
 
 
 def server_args(shared_uid: bool) -> tuple[str, ...]:
@@ -519,4 +532,5 @@ def _remove_dir(path: str) -> None:
         pass
 
 
-__all__ = ["SandboxOptions", "SandboxRuntime", "SandboxWorld", "etc_files", "root_plan", "server_args"]
+__all__ = ["SandboxOptions", "SandboxRuntime", "SandboxWorld", "etc_files", "root_plan", "server_args",
+           "server_capabilities"]

@@ -102,14 +102,13 @@ def test_a_world_that_ran_commands_never_hands_its_container_on(docker_runtime):
 
 
 def test_containers_are_locked_down(docker_runtime):
-    with docker_runtime.open_world(SECRET_WORLD, "real"):
-        (container,) = [c for c in docker_runtime.engine.labelled(**{"litmus-replay.session": docker_runtime.session})
-                        if c.status == "running"][:1]
-        config = docker_runtime.engine.inspect(container.id)
+    with docker_runtime.open_world(SECRET_WORLD, "real") as world:
+        config = docker_runtime.engine.inspect(docker_runtime.container_of(world))
     host = config["HostConfig"]
     assert host["NetworkMode"] == "none" and not host.get("PortBindings")
     assert host["ReadonlyRootfs"] is True
-    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID"]
+    assert host["CapDrop"] == ["ALL"]
+    assert sorted(host["CapAdd"]) == ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETPCAP", "SETUID"]
     assert "no-new-privileges" in host["SecurityOpt"]
     assert host["PidsLimit"] > 0 and host["Memory"] > 0 and host["NanoCpus"] > 0
     assert set(host["Tmpfs"]) == {"/world", "/tmp"}
@@ -117,6 +116,15 @@ def test_containers_are_locked_down(docker_runtime):
     assert envs_mount and envs_mount[0]["RW"] is False
     labels = config["Config"]["Labels"]
     assert labels["litmus-replay.owner"] == str(os.getpid()) and labels["litmus-replay.session"] == docker_runtime.session
+
+
+def test_only_a_container_made_for_a_shell_lets_its_server_make_a_commands_root(docker_runtime):
+    with docker_runtime.open_world({**SECRET_WORLD, "shell": {}}, "real") as world:
+        added = docker_runtime.engine.inspect(docker_runtime.container_of(world))["HostConfig"]["CapAdd"]
+        status = world.call({"tool": "run_command", "params": {"command": "grep CapBnd /proc/self/status"},
+                             "principal": "alice"})
+    assert {"SYS_ADMIN", "SYS_CHROOT"} <= set(added)
+    assert status["output"]["stdout"].split() == ["CapBnd:", "0000000000000000"]  # the command holds neither
 
 
 def test_a_container_killed_under_a_world_costs_only_that_world(docker_runtime):

@@ -64,3 +64,14 @@ def test_options_are_checked():
     for bad in ({"memory": 0}, {"backend": "chroot"}, {"uid_base": 0}, {"call_timeout": -1}):
         with pytest.raises(ValueError):
             SandboxOptions(**bad)
+
+
+def test_the_server_may_make_a_commands_root_only_where_a_domain_needs_one():
+    from litmus_replay.envs.runtimes.sandbox import server_capabilities
+
+    for shared in (False, True):
+        plain, shell = set(server_capabilities(shared, False)), set(server_capabilities(shared, True))
+        assert not plain & {"CAP_SYS_ADMIN", "CAP_SYS_CHROOT"}
+        assert shell - plain == {"CAP_SYS_ADMIN", "CAP_SYS_CHROOT"}
+        assert "CAP_SETPCAP" in plain  # every command is exec'd without capabilities
+        assert ("CAP_SETUID" in plain) is not shared  # principals sharing one uid are never switched to

@@ -57,7 +57,12 @@ CAPABILITIES = [
     "SETGID",        # setegid likewise, and setgroups([]) so no supplementary group leaks into a call
     "FOWNER",        # tear a world down: unlink in a sticky dir one principal owns, of a file another owns
     "DAC_OVERRIDE",  # between calls: build, snapshot and tear down a world whatever modes its principals set
+    "SETPCAP",       # exec every command without capabilities: an empty bounding set, securebits
 ]
+# Only in a container made for a world whose domains run commands in a root made from the world (a shell):
+# a mount namespace and a chroot per command, made in the forked child, which then sheds every capability.
+# CAP_SYS_ADMIN is the host's here (no user namespace), so no other container holds it.
+COMMAND_ROOT_CAPABILITIES = ["SYS_ADMIN", "SYS_CHROOT"]
 
 
 # --- removal at exit and on SIGTERM ----------------------------------------------------------
@@ -210,7 +215,8 @@ class DockerRuntime(Runtime):
 
     # containers
 
-    def _start(self, mounts: tuple[Mount, ...]) -> _Slot:
+    def _start(self, key: tuple[tuple[Mount, ...], bool]) -> _Slot:
+        mounts, command_root = key
         sockdir = Path(tempfile.mkdtemp(prefix=_sockdir_prefix()))
         with self._lock:
             self._sockdirs.add(sockdir)
@@ -218,7 +224,7 @@ class DockerRuntime(Runtime):
             number = self._started
         slot = _Slot("", sockdir)
         try:
-            container = self.engine.run(self.image, **self._container_options(sockdir, number, mounts))
+            container = self.engine.run(self.image, **self._container_options(sockdir, number, mounts, command_root))
             slot.container_id = container.id
             self._connect(slot)
         except BaseException:
@@ -226,7 +232,8 @@ class DockerRuntime(Runtime):
             raise
         return slot
 
-    def _container_options(self, sockdir: Path, number: int, mounts: tuple[Mount, ...] = ()) -> dict[str, Any]:
+    def _container_options(self, sockdir: Path, number: int, mounts: tuple[Mount, ...] = (),
+                           command_root: bool = False) -> dict[str, Any]:
         volumes = {mount.source: {"bind": mount.destination, "mode": "ro"}
                    for mount in (*hosting.base_mounts(), *mounts)}
         volumes[str(sockdir)] = {"bind": SOCKET_DIR, "mode": "rw"}
@@ -242,7 +249,7 @@ class DockerRuntime(Runtime):
             "tmpfs": {"/world": f"rw,exec,nosuid,nodev,size={limits['world_size']},mode=0755",
                       "/tmp": "rw,noexec,nosuid,nodev,size=64m,mode=1777"},
             "cap_drop": ["ALL"],
-            "cap_add": list(CAPABILITIES),
+            "cap_add": list(CAPABILITIES) + (COMMAND_ROOT_CAPABILITIES if command_root else []),
             "security_opt": ["no-new-privileges"],
             "pids_limit": int(limits["pids"]),
             "mem_limit": limits["memory"],
