@@ -13,9 +13,9 @@ from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names
 
 from ..errors import InputError, ScenarioError
-from ..scenario import find_scenarios
+from ..scenario import SCENARIO_SUFFIXES, find_scenarios
 from .search import DEFAULT_COUNT, DEFAULT_TRIES, Search
-from .seed import Seed, SeedReplayer, seeds_from_scenario
+from .seed import Seed, SeedReplayer, seeds_from_runs, seeds_from_scenario
 from .summary import SeedResult, summary, summary_lines, write_summary
 from .writer import write_mutants
 
@@ -62,23 +62,32 @@ def generate(seeds: list[Seed], out: Path, count: int = DEFAULT_COUNT, tries: in
               help="Where the scenario files and summary.json go.")
 @click.option("--runtime", default="sandbox", envvar="LITMUS_RUNTIME", show_default=True, metavar="NAME",
               help=f"Where the real world runs ({', '.join(runtime_names())}); the stub runs in-process.")
-def nearmiss_command(scenarios: tuple[str, ...], count: int, tries: int, seed: int, out_dir: str, runtime: str) -> None:
+@click.option("--worlds", "worlds_dir", type=click.Path(),
+              help="Worlds directory for run files (as revalidate's); world providers such as AgentDojo's answer too.")
+@click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of run files.")
+def nearmiss_command(scenarios: tuple[str, ...], count: int, tries: int, seed: int, out_dir: str, runtime: str,
+                     worlds_dir: str | None, fmt: str) -> None:
     """Mutate each SCENARIO's trajectory (plausibly: every argument one its agent could have produced) and
     keep the mutants whose pair classes or findings differ from the original's, or that one more change
     would flip; each is shrunk to its minimal change and written as a scenario `check` replays.
 
-    SCENARIO is a scenario file or a directory of them (a whole pack)."""
+    SCENARIO is a scenario file, a directory of them (a whole pack), or a recorded run file (any format
+    revalidate reads) whose world a worlds directory or a world provider serves, as for AgentDojo runs."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         _fail(f"--out: {out} is not a directory")
     seeds: list[Seed] = []
     try:
-        files = find_scenarios(list(scenarios))
         for raw in scenarios:
-            if Path(raw).is_dir() and not find_scenarios([raw]):
-                raise ScenarioError(raw, None, "no scenario files (*.yaml, *.yml) in this directory")
-        for file in files:
-            seeds.extend(seeds_from_scenario(file))
+            path = Path(raw)
+            if path.is_dir() or path.suffix in SCENARIO_SUFFIXES or not path.exists():
+                files = find_scenarios([raw])
+                if path.is_dir() and not files:
+                    raise ScenarioError(raw, None, "no scenario files (*.yaml, *.yml) in this directory")
+                for file in files:
+                    seeds.extend(seeds_from_scenario(file))
+            else:
+                seeds.extend(seeds_from_runs(path, fmt, worlds_dir))
     except InputError as exc:
         _fail(exc.line())
     try:

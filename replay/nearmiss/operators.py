@@ -120,7 +120,7 @@ class Boundary(_ArgumentOperator):
             for field, value in leaf_arguments(call.get("arguments", {})):
                 if not _is_number(value):
                     continue
-                for bound in seed.seen.boundaries:
+                for bound in (b for b in seed.seen.boundaries if b.applies_to(field)):
                     for variant, new in (("just-below", bound.value - 1), ("at", bound.value), ("just-above", bound.value + 1)):
                         new = int(new) if isinstance(value, int) and float(new).is_integer() else new
                         if new == value or new < 0:
@@ -179,6 +179,35 @@ class Swap(_ArgumentOperator):
                     if new != value and is_plausible(new, seed.seen, shell):
                         proposals.append(edit(self.name, call[ORIGIN], field, variant, new, f"{call[ORIGIN]} {field}: {how}"))
         return _first_per(proposals, lambda e: (e.target, e.field, e.value))
+
+
+_FILTER = re.compile(r"^\s*(\w+)\s*(!=|==|=)\s*(\S.*?)\s*$")
+
+
+@operator
+class Filter(_ArgumentOperator):
+    name = "filter"
+    description = "a filter widened to every row, or matching another value of its field (one owned by someone else)"
+
+    def propose(self, seed: Seed) -> list[Edit]:
+        proposals = []
+        for _, _, call in seed.draft.calls():
+            for field, value in leaf_arguments(call.get("arguments", {})):
+                match = _FILTER.match(value) if isinstance(value, str) else None
+                if match is None and value != "*":
+                    continue
+                news = [] if value == "*" else [("every-row", "*")]
+                if match is not None:
+                    key, op, current = match.groups()
+                    others = sorted(seed.seen.fields.get(key, set()) - {current.strip("'\"")})
+                    news += [("other-value", f"{key}{op}{other}") for other in others if re.fullmatch(r"[\w@.+-]+", other)][:4]
+                else:
+                    news += [("one-field", f"{key}={other}") for key in ("owner",) for other in seed.seen.principals][:3]
+                for variant, new in news:
+                    if is_plausible(new, seed.seen):
+                        proposals.append(edit(self.name, call[ORIGIN], field, variant, new,
+                                              f"{call[ORIGIN]} {field} {value!r} -> {new!r}"))
+        return proposals
 
 
 @operator

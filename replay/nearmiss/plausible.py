@@ -43,10 +43,17 @@ def numbers_in(text: str) -> list[float]:
 
 @dataclass(frozen=True)
 class Boundary:
-    """A number a rule or the world draws a line at, and where it came from (a rule id or a world field)."""
+    """A number a rule or the world draws a line at, and where it came from (a rule id or a world field).
+
+    ``arguments`` names the arguments a rule's line is about (those its condition reads); None (a world's
+    number) means any numeric argument may meet it."""
 
     value: float
     source: str
+    arguments: frozenset[str] | None = None
+
+    def applies_to(self, argument: str) -> bool:
+        return self.arguments is None or argument.split(".")[-1] in self.arguments or argument in self.arguments
 
 
 @dataclass
@@ -58,6 +65,19 @@ class Seen:
     numbers: set[float] = field(default_factory=set)
     boundaries: list[Boundary] = field(default_factory=list)
     principals: list[str] = field(default_factory=list)
+    fields: dict[str, set[str]] = field(default_factory=dict)  # a field's name -> the values seen under it
+
+    def add_fields(self, value: Any) -> None:
+        """Remember which values were seen under which field name (a row's ``owner``, a record's ``status``)."""
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    self.fields.setdefault(str(key), set()).add(str(item))
+                else:
+                    self.add_fields(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                self.add_fields(item)
 
     def add(self, value: Any) -> None:
         """Take in any JSON value: every string, word and number inside it."""
@@ -72,9 +92,9 @@ class Seen:
             self.words.update(words(text))
             self.numbers.update(numbers_in(text))
 
-    def add_boundary(self, value: float, source: str) -> None:
+    def add_boundary(self, value: float, source: str, arguments: frozenset[str] | None = None) -> None:
         if all(b.value != value or b.source != source for b in self.boundaries):
-            self.boundaries.append(Boundary(float(value), source))
+            self.boundaries.append(Boundary(float(value), source, arguments))
 
     def near_boundary(self, number: float) -> bool:
         return any(abs(number - b.value) <= 1 for b in self.boundaries)

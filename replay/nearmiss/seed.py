@@ -12,21 +12,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from litmus_replay.adapters import load_trajectories
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from ..analysis import Analysis, analyse
 from ..bindings import Binding, Bindings
 from ..engine import Replayer
+from ..errors import TrajectoryError, UnknownName
 from ..model import Trajectory
 from ..policy import Policy, PolicySpec
 from ..scenario import Scenario, load_scenario
-from ..worlds import TaskWorld
+from ..worlds import NoWorld, TaskWorld, WorldCatalog
 from .draft import Draft
 from .plausible import Seen, world_numbers, world_visible
 from .verdict import Verdict, verdict_of
 
-__all__ = ["Seed", "SeedReplayer", "seed_from_task_world", "seeds_from_scenario"]
+__all__ = ["Seed", "SeedReplayer", "seed_from_task_world", "seeds_from_runs", "seeds_from_scenario"]
 
+_ARGUMENT = re.compile(r"\b(?:params|resolved)\.([A-Za-z_][A-Za-z0-9_]*)")  # what a rule's condition reads
 _POLICY_NUMBER = re.compile(r"(?<![\w.'\"])(\d+(?:\.\d+)?)(?![\w.'\"])")
 
 
@@ -70,18 +73,21 @@ class Seed:
         for value in world_visible(self.world):
             seen.add(value)
         seen.principals = [str(p) for p in (self.world.get("principals") or [])]
+        seen.add_fields({name: section for name, section in self.world.items() if name not in ("session", "sessions")})
         for _, call in self.trajectory.calls():
             seen.add(call.arguments)
             if call.result is not None:
                 seen.add(call.result.output)
                 seen.add(call.result.error)
+                seen.add_fields(call.result.output)
         for replayed in self.analysis.replay.calls:
-            seen.add(replayed.stub.output)
-            if replayed.real is not None:
-                seen.add(replayed.real.output)
+            for output in (replayed.stub.output, replayed.real.output if replayed.real is not None else None):
+                seen.add(output)
+                seen.add_fields(output)
         for rule in self.policy_spec.rules:
+            reads = frozenset(_ARGUMENT.findall(rule.when))
             for match in _POLICY_NUMBER.findall(rule.when):
-                seen.add_boundary(float(match), f"rule {rule.id}")
+                seen.add_boundary(float(match), f"rule {rule.id}", reads)
             seen.words.update(re.findall(r"'([^']*)'", rule.when))  # literals the agent was told
         for number, where in world_numbers(self.world):
             seen.add_boundary(number, where)
@@ -123,6 +129,28 @@ def seed_from_task_world(trajectory: Trajectory, task_world: TaskWorld, name: st
     bindings_doc = [b.spec.model_dump(mode="json", exclude_defaults=True) for b in task_world.bindings.by_tool.values()]
     return Seed(name or _slug(f"{task_world.key}-{trajectory.id}"), task_world.source, dict(task_world.world), spec,
                 task_world.policy, task_world.bindings, bindings_doc, trajectory)
+
+
+def seeds_from_runs(path: Path, fmt: str = "auto", worlds_dir: str | Path | None = None) -> list[Seed]:
+    """A seed per run with at least one call in a recorded run file, each with the world its task key finds
+    (a worlds directory first, then providers); a run no world serves is bad input here, one line."""
+    try:
+        trajectories = load_trajectories(path, fmt)
+    except UnknownName as exc:
+        raise TrajectoryError(str(path), "format", str(exc)) from None
+    catalog = WorldCatalog.load(worlds_dir)
+    seeds = []
+    for trajectory in trajectories:
+        if trajectory.call_count() == 0:
+            continue  # nothing to mutate: the agent called no tool
+        try:
+            task_world = catalog.find(trajectory)
+        except NoWorld as exc:
+            raise TrajectoryError(str(path), f"trajectory {trajectory.id!r}.task", str(exc)) from None
+        seeds.append(seed_from_task_world(trajectory, task_world, _slug(f"{path.stem}-{trajectory.id}")))
+    if not seeds:
+        raise TrajectoryError(str(path), None, "no run with a tool call to mutate")
+    return seeds
 
 
 def _slug(text: str) -> str:

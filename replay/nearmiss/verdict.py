@@ -71,7 +71,8 @@ def flips(original: Verdict, mutant: Verdict) -> tuple[Flip, ...]:
         base = base_origin(origin)
         was = before.get(base) if base is not None else "confirmed_safe"
         if was is not None and was != cls:
-            found.add(Flip(f"{key} (added)" if base is None else base, was, cls))
+            scope = f"{key} (added)" if base is None else base if base == origin else f"{key} (copy of {base})"
+            found.add(Flip(scope, was, cls))
     counts = mutant.finding_counts()
     for kind, count in original.findings:
         if counts.get(kind, 0) != count:

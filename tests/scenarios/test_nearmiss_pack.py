@@ -5,12 +5,15 @@ class and every detector reached across the pack. The pack is generated once per
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from litmus_replay.envs.runtime import get_runtime
+from litmus_replay.replay.cli import main
 from litmus_replay.replay.detectors import DETECTORS
 from litmus_replay.replay.nearmiss import generate, seeds_from_scenario
 from litmus_replay.replay.nearmiss.search import draft_is_plausible
@@ -98,17 +101,15 @@ def test_the_example_plugin_domain_gets_near_misses(tickets_plugin, tmp_path):
     assert summary["flipped_to"]["confirmed_misuse"] or summary["flipped_to"]["confirmed_safe"]
 
 
-def test_an_agentdojo_run_gets_near_misses(tmp_path):
+def test_an_agentdojo_run_gets_near_misses_through_the_command(tmp_path):
     pytest.importorskip("agentdojo")
-    from litmus_replay.adapters import load_trajectories
-    from litmus_replay.replay.bridges.agentdojo import AgentDojoWorlds
-    from litmus_replay.replay.nearmiss import seed_from_task_world
-
     run = (ROOT / "tests" / "fixtures" / "external" / "agentdojo-runs" / "gpt-4o-mini-2024-07-18" / "banking"
            / "user_task_13" / "important_instructions" / "injection_task_5.json")
-    (trajectory,) = load_trajectories(run, "agentdojo")
-    seed = seed_from_task_world(trajectory, AgentDojoWorlds().world_for(trajectory), "agentdojo-banking-13")
-    results, _ = generate([seed], tmp_path, count=6, tries=15)
-    assert len(results[0].mutants) >= 5
+    result = CliRunner().invoke(main, ["nearmiss", str(run), "--format", "agentdojo", "--tries", "15", "--count", "6",
+                                       "--out", str(tmp_path), "--runtime", "inprocess"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    (seed,) = summary["seeds"]
+    assert seed["kept"] >= 5 and seed["source"].startswith("agentdojo")
     batch = replay_all(tmp_path)
-    assert len(batch.runs) == len(results[0].mutants) and batch.failed == []
+    assert len(batch.runs) == seed["kept"] and batch.failed == []

@@ -46,6 +46,17 @@ def test_every_proposed_edit_keeps_every_argument_plausible(proposals, data):
     assert draft_is_plausible(seed.seen, draft), change
 
 
+def test_a_rule_threshold_is_offered_only_to_the_arguments_its_rule_reads(proposals):
+    offered = 0
+    for seed, change in proposals:
+        if change.operator == "boundary" and ", rule " in change.note:
+            rule_id = change.note.rsplit(", rule ", 1)[1].rstrip(")")
+            (rule,) = [rule for rule in seed.policy_spec.rules if rule.id == rule_id]
+            assert f".{change.field.split('.')[-1]}" in rule.when, change.note
+            offered += 1
+    assert offered
+
+
 def _seen() -> Seen:
     seen = Seen()
     seen.add({"account": "acc-alice", "principals": ["alice", "bob"], "path": "/home/alice/.ssh/authorized_keys"})
@@ -77,7 +88,7 @@ def test_plausible_strings_are_built_from_what_was_seen():
 
 
 def _verdict(trajectory, calls, swallowed=0):
-    return Verdict(trajectory, tuple((origin, origin, cls, None) for origin, cls in calls),
+    return Verdict(trajectory, tuple((f"k{n}", origin, cls, None) for n, (origin, cls) in enumerate(calls, 1)),
                    (("swallowed_error", swallowed), ("critical_decision", 0)))
 
 
@@ -88,7 +99,7 @@ def test_flips_compare_kept_calls_copies_and_additions_with_what_they_stand_for(
     assert flips(original, dropped) == (Flip("trajectory", "proposal_only_misuse", "confirmed_safe"),)
     retried = _verdict("proposal_only_misuse", [("t1.c1", "confirmed_safe"), ("t2.c1", "proposal_only_misuse"),
                                                  ("t2.c1+retry", "confirmed_misuse")], swallowed=1)
-    assert set(flips(original, retried)) == {Flip("t2.c1", "proposal_only_misuse", "confirmed_misuse"),
+    assert set(flips(original, retried)) == {Flip("k3 (copy of t2.c1)", "proposal_only_misuse", "confirmed_misuse"),
                                              Flip("swallowed_error", "0", "1")}
     added = _verdict("proposal_only_misuse", [("t1.c1", "confirmed_safe"), ("t2.c1", "proposal_only_misuse"),
                                                ("new:confirm", "confirmed_safe")])
