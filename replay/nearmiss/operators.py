@@ -172,9 +172,16 @@ class Swap(_ArgumentOperator):
                             if other != who:
                                 new = re.sub(rf"\b{re.escape(who)}\b", other, value)
                                 found.append(("principal", new, f"{who} -> {other}"))
-                for other in domain_values:
+                for other in sorted(seed.seen.fields.get(field.split(".")[-1], set())):
+                    if other != value and "\n" not in other:  # another value seen under the same name
+                        found.append(("same-field", other, f"{value!r} -> {other!r}"))
+                for other in domain_values if shape(value) != "a" else ():  # a bare word has no shape to keep
                     if other != value and shape(other) == shape(value) and len(found) < self.MAX_PER_ARGUMENT * 2:
                         found.append(("value", other, f"{value!r} -> {other!r}"))
+                if re.fullmatch(r"\w*[A-Za-z]\w*", value) and re.search(r"\d", value):  # an id, an IBAN: one word
+                    for other in sorted(seed.seen.words):  # another id of its shape, met inside some output's text
+                        if other != value and shape(other) == shape(value) and abs(len(other) - len(value)) <= 2:
+                            found.append(("value", other, f"{value!r} -> {other!r}"))
                 for variant, new, how in found[: self.MAX_PER_ARGUMENT]:
                     if new != value and is_plausible(new, seed.seen, shell):
                         proposals.append(edit(self.name, call[ORIGIN], field, variant, new, f"{call[ORIGIN]} {field}: {how}"))

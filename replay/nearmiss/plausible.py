@@ -124,12 +124,15 @@ def is_plausible(value: Any, seen: Seen, shell: bool = False) -> bool:
     return False
 
 
-def world_visible(world: Mapping[str, Any]) -> Iterator[Any]:
-    """The world's facts an agent can see: principals, facts, and each domain's names (keys, ids, fields,
-    paths) and the values of the rows, profiles and accounts it can query; never session tokens."""
+def world_visible(world: Mapping[str, Any], sections: bool = True) -> Iterator[Any]:
+    """The world's facts an agent can see: principals, facts, and (``sections``: when they hold the world's
+    state rather than a provider's coordinates) each domain's names (keys, ids, fields, paths) and the values
+    of the rows, profiles and accounts it can query; never session tokens."""
     principals = world.get("principals")
     yield list(principals) if isinstance(principals, (list, Mapping)) else []
     yield world.get("facts") or {}
+    if not sections:
+        return
     for name, section in world.items():
         if name in _STRUCTURAL:
             continue

@@ -4,7 +4,8 @@
    combinations of two or three edits that hypothesis draws — a strategy picks an operator, then one of its
    edits — for ``tries`` more examples, seeded with ``seed`` so the same seed tries the same mutants.
 2. **Keep** a mutant whose verdict differs from the original's (:func:`.verdict.flips`), or one that does
-   not but sits on the boundary: one more edit flips it (the edit and what it flips go in its note).
+   not but sits on the boundary: one more edit, which alone would flip nothing, flips it (the edit and what
+   it flips go in its note).
 3. **Shrink** each flipping mutant to a minimal change: drop edits one at a time while the same things
    flip, until no single edit can go.
 4. **Dedupe** by what changed (each edit's kind and place) and what it flips, and choose ``count`` of them,
@@ -34,7 +35,7 @@ __all__ = ["Mutant", "Search", "draft_is_plausible"]
 
 DEFAULT_TRIES = 120
 DEFAULT_COUNT = 8
-BOUNDARY_PROBES = 6  # further edits tried on each single-edit mutant that flips nothing
+BOUNDARY_PROBES = 8  # further edits tried on each single-edit mutant that flips nothing
 
 
 @dataclass
@@ -57,8 +58,9 @@ class Mutant:
     @property
     def dedupe_key(self) -> tuple:
         changed = frozenset((e.operator, e.where) for e in self.edits)
-        if self.one_more is not None:
-            return changed, "boundary", self.one_more.operator, self.one_more_flips
+        if self.one_more is not None:  # A on the edge that B tips over is B on the edge that A tips over
+            both = changed | {(self.one_more.operator, self.one_more.where)}
+            return both, "boundary", self.one_more_flips
         return changed, self.flips
 
     @property
@@ -110,7 +112,7 @@ class Search:
         result = None
         try:
             draft = apply_edits(self.seed, key)
-            if not draft_is_plausible(self.seed.seen, draft):
+            if not draft_is_plausible(self.seed.seen, draft, self.seed.world_is_state):
                 self.implausible += 1
             elif any(True for _ in draft.calls()):
                 analysis = self.replayer.analyse(self.seed, draft)
@@ -186,13 +188,18 @@ class Search:
             (c for c in candidates if c.where != change.where),
             key=lambda c: (c.target != change.target, c.operator != change.operator),
         )
-        for extra in near[:BOUNDARY_PROBES]:
-            further = self.evaluate((change, extra))
-            if further is None:
+        probes = 0
+        for extra in near:
+            alone = self.tried.get((extra,))
+            if alone is None or alone.flips:  # an edit that flips the original alone shows no boundary here
                 continue
-            moved = flips(result.verdict, further.verdict)
+            further = self.evaluate((change, extra))
+            probes += 1
+            moved = flips(result.verdict, further.verdict) if further is not None else ()
             if moved:
                 return Mutant((change,), result.draft, result.analysis, result.verdict, (), extra, moved)
+            if probes == BOUNDARY_PROBES:
+                break
         return None
 
 
@@ -212,11 +219,11 @@ def choose(mutants: list[Mutant], count: int) -> list[Mutant]:
     return chosen
 
 
-def draft_is_plausible(seen: Seen, draft: Draft) -> bool:
+def draft_is_plausible(seen: Seen, draft: Draft, world_is_state: bool = True) -> bool:
     """Every argument of every call is one a model could have produced (:mod:`.plausible`), given what the
     run showed it and the (possibly mutated) world's visible facts."""
     extended = Seen(set(seen.values), set(seen.words), set(seen.numbers), list(seen.boundaries), list(seen.principals))
-    for value in world_visible(draft.world):
+    for value in world_visible(draft.world, world_is_state):
         extended.add(value)
     for _, _, call in draft.calls():
         shell = call.get("tool") == "run_command"

@@ -45,6 +45,9 @@ class Seed:
     bindings: Bindings
     bindings_doc: list[dict[str, Any]]
     trajectory: Trajectory
+    # Whether the world's domain sections are state the agent can learn (a scenario's rows, accounts, files),
+    # or a provider's coordinates for building one (an AgentDojo task's ids), which it never sees.
+    world_is_state: bool = True
     draft: Draft = field(init=False)
     seen: Seen = field(init=False)
     verdict: Verdict = field(init=False)
@@ -70,10 +73,11 @@ class Seed:
 
     def _seen(self) -> Seen:
         seen = Seen()
-        for value in world_visible(self.world):
+        for value in world_visible(self.world, self.world_is_state):
             seen.add(value)
         seen.principals = [str(p) for p in (self.world.get("principals") or [])]
-        seen.add_fields({name: section for name, section in self.world.items() if name not in ("session", "sessions")})
+        if self.world_is_state:
+            seen.add_fields({name: section for name, section in self.world.items() if name not in ("session", "sessions")})
         for _, call in self.trajectory.calls():
             seen.add(call.arguments)
             if call.result is not None:
@@ -123,12 +127,14 @@ def _seed(scenario: Scenario, trajectory: Trajectory, several: bool) -> Seed:
                 scenario.bindings, bindings_doc, trajectory)
 
 
-def seed_from_task_world(trajectory: Trajectory, task_world: TaskWorld, name: str | None = None) -> Seed:
-    """A seed from a world a provider serves (an AgentDojo run and its benchmark's world and policy)."""
+def seed_from_task_world(trajectory: Trajectory, task_world: TaskWorld, name: str | None = None,
+                         provided: bool = True) -> Seed:
+    """A seed from a task's world: one a provider serves (an AgentDojo run and its benchmark's world and
+    policy: ``provided``), or one a worlds directory holds (its sections are state, as a scenario's)."""
     spec = PolicySpec(rules=[rule.spec for rule in task_world.policy.rules])
     bindings_doc = [b.spec.model_dump(mode="json", exclude_defaults=True) for b in task_world.bindings.by_tool.values()]
     return Seed(name or _slug(f"{task_world.key}-{trajectory.id}"), task_world.source, dict(task_world.world), spec,
-                task_world.policy, task_world.bindings, bindings_doc, trajectory)
+                task_world.policy, task_world.bindings, bindings_doc, trajectory, world_is_state=not provided)
 
 
 def seeds_from_runs(path: Path, fmt: str = "auto", worlds_dir: str | Path | None = None) -> list[Seed]:
@@ -147,7 +153,8 @@ def seeds_from_runs(path: Path, fmt: str = "auto", worlds_dir: str | Path | None
             task_world = catalog.find(trajectory)
         except NoWorld as exc:
             raise TrajectoryError(str(path), f"trajectory {trajectory.id!r}.task", str(exc)) from None
-        seeds.append(seed_from_task_world(trajectory, task_world, _slug(f"{path.stem}-{trajectory.id}")))
+        provided = not any(task_world.key == key for key in catalog.directory)
+        seeds.append(seed_from_task_world(trajectory, task_world, _slug(f"{path.stem}-{trajectory.id}"), provided))
     if not seeds:
         raise TrajectoryError(str(path), None, "no run with a tool call to mutate")
     return seeds

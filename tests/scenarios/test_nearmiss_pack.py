@@ -90,6 +90,8 @@ def test_a_boundary_mutant_is_one_edit_from_its_flip(pack):
         assert mutant.flips == ()
         further = result.search.evaluate(mutant.edits + (mutant.one_more,))
         assert further is not None and further.verdict != mutant.verdict
+        alone = result.search.evaluate((mutant.one_more,))
+        assert alone is not None and alone.flips == ()  # the mutant's own change is what put it on the edge
 
 
 def test_the_example_plugin_domain_gets_near_misses(tickets_plugin, tmp_path):
@@ -103,13 +105,15 @@ def test_the_example_plugin_domain_gets_near_misses(tickets_plugin, tmp_path):
 
 def test_an_agentdojo_run_gets_near_misses_through_the_command(tmp_path):
     pytest.importorskip("agentdojo")
-    run = (ROOT / "tests" / "fixtures" / "external" / "agentdojo-runs" / "gpt-4o-mini-2024-07-18" / "banking"
-           / "user_task_13" / "important_instructions" / "injection_task_5.json")
-    result = CliRunner().invoke(main, ["nearmiss", str(run), "--format", "agentdojo", "--tries", "15", "--count", "6",
+    # The benchmark's policy flags only the injection's goal, which this run never reached: few single changes
+    # flip it, so the bar here is near-misses that replay as claimed, not five of them.
+    run = (ROOT / "tests" / "fixtures" / "external" / "agentdojo-runs" / "command-r" / "slack"
+           / "user_task_20" / "important_instructions" / "injection_task_1.json")
+    result = CliRunner().invoke(main, ["nearmiss", str(run), "--format", "agentdojo", "--tries", "20", "--count", "6",
                                        "--out", str(tmp_path), "--runtime", "inprocess"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
     (seed,) = summary["seeds"]
-    assert seed["kept"] >= 5 and seed["source"].startswith("agentdojo")
+    assert seed["kept"] >= 2 and seed["source"].startswith("agentdojo")
     batch = replay_all(tmp_path)
     assert len(batch.runs) == seed["kept"] and batch.failed == []
