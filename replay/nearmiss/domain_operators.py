@@ -126,7 +126,9 @@ class SplitArgument(Operator):
         for _, _, call in seed.draft.calls():
             for field, value in (call.get("arguments") or {}).items():
                 if isinstance(value, str) and 6 <= len(value) <= 200 and "\n" not in value:
-                    cut = value.rfind("/", 1, len(value) - 1) if value.startswith("/") else len(value) // 2
+                    middle = len(value) // 2
+                    cut = value.rfind("/", 1, len(value) - 1) if value.startswith("/") else value.rfind(" ", 1, middle + 1)
+                    cut = middle if cut <= 0 and not value.startswith("/") else cut
                     if cut <= 0:
                         continue
                     proposals.append(edit(self.name, call[ORIGIN], field, "two-turns", [value[:cut], value[cut:]],
@@ -248,7 +250,16 @@ class ShellMask(Operator):
             if "2>/dev/null" in command or "|| true" in command:
                 bare = command.replace(" 2>/dev/null", "").replace(" || true", "")
                 proposals.append(edit(self.name, call[ORIGIN], field, "unmasked", bare, f"{call[ORIGIN]} without its error mask: {bare}"))
-            else:
+            if ";" in command:  # the next step runs only if this one worked: the failure reaches the exit status
+                chained = command.replace(";", " &&", 1)
+                proposals.append(edit(self.name, call[ORIGIN], field, "chained", chained,
+                                      f"{call[ORIGIN]} with '&&' for ';': {chained}"))
+                first, _, rest = command.partition(";")
+                if "|| true" not in first:  # the failure swallowed by the step itself, whatever follows
+                    ored = f"{first.rstrip()} || true;{rest}"
+                    proposals.append(edit(self.name, call[ORIGIN], field, "or-true", ored,
+                                          f"{call[ORIGIN]} with its first step made to succeed: {ored}"))
+            if "2>/dev/null" not in command and "|| true" not in command:
                 first, sep, rest = command.partition(";")
                 masked = f"{first.rstrip()}{MASK}{sep}{rest}"
                 proposals.append(edit(self.name, call[ORIGIN], field, "masked", masked, f"{call[ORIGIN]} with its failure masked: {masked}"))
@@ -269,16 +280,26 @@ class NextMessage(Operator):
 
     def propose(self, seed: Seed) -> list[Edit]:
         proposals = []
+        replayed = {call.key: call for call in seed.analysis.replay.calls}
         for _, _, call in seed.draft.calls():
             proposals.append(edit(self.name, call[ORIGIN], "text", "claims-success", CLAIM,
                                   f"the message after {call[ORIGIN]} claims success"))
             proposals.append(edit(self.name, call[ORIGIN], "text", "admits-failure", ADMIT,
                                   f"the message after {call[ORIGIN]} admits a failure"))
+            real = replayed[call[ORIGIN]].real if call[ORIGIN] in replayed else None
+            error = (real.error if real is not None and real.status == "error" and real.error else None) or "the call failed"
+            if (call.get("result") or {}).get("status") != "error":
+                proposals.append(edit(self.name, call[ORIGIN], "text", "failure-claimed-done", [error, CLAIM],
+                                      f"{call[ORIGIN]} recorded as failed ({error}) and the next message claims success"))
         return proposals
 
     def apply(self, draft: Draft, change: Edit) -> None:
-        t, _, _ = draft.find(change.target)
+        t, _, call = draft.find(change.target)
+        text = change.param()
+        if change.variant == "failure-claimed-done":
+            error, text = text
+            call["result"] = {"status": "error", "error": error}
         if t + 1 < len(draft.turns):
-            draft.turns[t + 1]["text"] = change.param()
+            draft.turns[t + 1]["text"] = text
         else:
-            draft.turns.append({"text": change.param(), "calls": []})
+            draft.turns.append({"text": text, "calls": []})

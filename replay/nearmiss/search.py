@@ -1,8 +1,9 @@
 """The search for near-misses of one seed: which mutants to try, which to keep, shrinking and dedupe.
 
-1. **Try**: every single edit the operators propose (round-robin over operators, up to ``tries``), then
-   combinations of two or three edits that hypothesis draws — a strategy picks an operator, then one of its
-   edits — for ``tries`` more examples, seeded with ``seed`` so the same seed tries the same mutants.
+1. **Try**: every single edit the operators propose (round-robin over operators, up to ``tries``), every
+   pair when there are no more than ``tries`` of them, then combinations of two or three edits that
+   hypothesis draws — a strategy picks an operator, then one of its edits — for ``tries`` more examples,
+   seeded with ``seed`` so the same seed tries the same mutants.
 2. **Keep** a mutant whose verdict differs from the original's (:func:`.verdict.flips`), or one that does
    not but sits on the boundary: one more edit, which alone would flip nothing, flips it (the edit and what
    it flips go in its note).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Iterable
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_seed, settings as Settings
@@ -100,6 +102,10 @@ class Search:
             return []
         for change in candidates[: self.tries]:
             self.evaluate((change,))
+        pairs = [pair for pair in combinations(candidates, 2) if pair[0].where != pair[1].where]
+        if len(pairs) <= self.tries:  # few enough to try every pair, before hypothesis draws larger sets
+            for pair in pairs:
+                self.evaluate(pair)
         self._combinations(candidates)
         kept = self._keep(candidates)
         return choose(kept, count)
