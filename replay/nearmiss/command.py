@@ -44,7 +44,7 @@ def generate(seeds: list[Seed], out: Path, count: int = DEFAULT_COUNT, tries: in
         search = Search(original, replayer, tries, seed_number(seed, original.name))
         mutants = search.run(count)
         files = write_mutants(original, mutants, out) if mutants else []
-        results.append(SeedResult(original.name, original.source, len(search.tried), mutants, files, original, search))
+        results.append(SeedResult(original.name, original.source, search.replayed, mutants, files, original, search))
     out.mkdir(parents=True, exist_ok=True)
     document = summary(results, out)
     write_summary(document, out)

@@ -23,6 +23,9 @@ from typing import Iterable
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_seed, settings as Settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
+from pydantic import ValidationError
+
+from litmus_replay.envs import WorldSpecError
 
 from ..analysis import Analysis
 from ..detectors import DETECTORS
@@ -94,7 +97,8 @@ class Search:
     tries: int = DEFAULT_TRIES
     random_seed: int = 0
     tried: dict[tuple[Edit, ...], _Tried | None] = field(default_factory=dict)
-    implausible: int = 0
+    implausible: int = 0  # edit sets refused for an argument no model could have produced
+    replayed: int = 0  # edit sets that made a mutant and were replayed: the mutants tried
 
     def run(self, count: int = DEFAULT_COUNT) -> list[Mutant]:
         candidates = propose_all(self.seed)
@@ -121,13 +125,12 @@ class Search:
             if not draft_is_plausible(self.seed.seen, draft, self.seed.world_is_state):
                 self.implausible += 1
             elif any(True for _ in draft.calls()):
+                self.replayed += 1
                 analysis = self.replayer.analyse(self.seed, draft)
                 if not any(call.harness_error for call in analysis.replay.calls):
                     verdict = verdict_of(analysis, draft.origins())
                     result = _Tried(draft, analysis, verdict, flips(self.seed.verdict, verdict))
-        except NotApplicable:
-            pass
-        except Exception:  # noqa: BLE001 — an edit the world cannot hold (a spec it rejects) is no mutant
+        except (NotApplicable, ValidationError, WorldSpecError):  # a target gone, a run or world that cannot be
             pass
         self.tried[key] = result
         return result
