@@ -7,7 +7,11 @@ principal's uid and gid (a full ``setresuid``, no supplementary groups) — or, 
 share one uid (``env.shared_uid``), as that uid and in a pid namespace of its own, so it cannot signal the
 server — without any capability (an empty bounding set, locked securebits, no-new-privs), in a new session, with stdin ``/dev/null``, a clean environment (``HOME``,
 ``PATH``, ``LANG``), rlimits (processes, address space, file size, CPU, no core) and a wall-clock timeout
-(``timeout``, default and ceiling from the world spec).
+(``timeout``, default and ceiling from the world spec). The process limit (``processes``) is RLIMIT_NPROC
+where that count is the world's own (a sandbox has its own user namespace); where uids are shared with
+other worlds (``env.pids_cgroup``: docker, whose containers all count in the host's namespace) the world's
+own pids cgroup bounds it, and the tracer kills a command's new process at birth past ``processes``, so
+no other world can exhaust the limit.
 
 One picture of the world: the command runs in a root of its own (a mount namespace per command, see
 :mod:`._command_root`) where the world's tree stands at the absolute paths the files domain resolves, so
