@@ -440,8 +440,16 @@ def _kill_and_reap(command: Command, watch: _Watch) -> int:
 
 
 def _kill_as(uid: int, gid: int) -> None:
-    """Fork a helper that becomes the principal and SIGKILLs every process it may signal."""
-    helper = os.fork()
+    """Fork a helper that becomes the principal and SIGKILLs every process it may signal.
+
+    A fork bomb can fill the world's pids cgroup (with processes and unreaped zombies): then there is no
+    helper this round; the tracer's end (``PTRACE_O_EXITKILL``) kills what it traced, the reaping frees
+    pids, and the next round forks again.
+    """
+    try:
+        helper = os.fork()
+    except BlockingIOError:
+        return
     if helper == 0:  # pragma: no cover  (the helper exits)
         try:
             os.setgroups([])
