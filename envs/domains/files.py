@@ -551,7 +551,10 @@ class FilesReal(_Files):
         self._may_change_entry(call, src)
         self._may_change_entry(call, dst)
         host = self._host(src.path)
-        if stat.S_ISDIR(os.lstat(host).st_mode) and posixpath.dirname(src.path) != posixpath.dirname(dst.path):
+        moving_dir = stat.S_ISDIR(os.lstat(host).st_mode)
+        if dst.exists and moving_dir != stat.S_ISDIR(os.lstat(self._host(dst.path)).st_mode):
+            return  # a directory onto a non-directory or back: ENOTDIR/EISDIR, before the check on the source itself
+        if moving_dir and posixpath.dirname(src.path) != posixpath.dirname(dst.path):
             checker.require(host, W, src.path)
 
     # state

@@ -9,7 +9,7 @@ Every call's status and error code, and the final state (owners included), must 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 PRINCIPALS = ["alice", "bob", "carol"]
@@ -67,8 +67,20 @@ def _play(runtime, world, script) -> tuple[list[tuple], dict[str, str]]:
         handle.close()
 
 
+def _world(**owners_modes) -> dict:
+    tree = {path: {"dir": True, "owner": "alice", "mode": "755"} for path in DIRS}
+    tree |= {path: {"content": "data\n", "owner": "alice", "mode": "644"} for path in FILES}
+    for path, (owner, mode) in owners_modes.items():
+        tree["/" + path] = {**tree["/" + path], "owner": owner, "mode": mode}
+    return {"principals": PRINCIPALS, "files": {"workspace": "/a", "tree": tree}}
+
+
 @settings(max_examples=60)
 @given(world=worlds, script=scripts)
+# A directory the mover may not write, moved onto a file (or a file onto a directory): the kernel answers
+# ENOTDIR (EISDIR) before it checks the directory's own write permission.
+@example(world=_world(t=("bob", "755")), script=[("alice", ("move_path", {"src": "/t", "dst": "/a/f"}))])
+@example(world=_world(t=("bob", "755")), script=[("alice", ("move_path", {"src": "/h", "dst": "/t"}))])
 def test_the_files_domain_decides_access_as_the_kernel_does(runtimes, world, script):
     kernel, shared = runtimes
     expected, expected_state = _play(kernel, world, script)
