@@ -27,6 +27,7 @@ from typing import Any, Callable, ClassVar, Collection, Iterator, Literal, Mappi
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
 from .permissions import Checker, Owners
+from .principal_ids import check_isolable, declared_id, kernel_id
 
 Semantics = Literal["stub", "real"]
 SEMANTICS: tuple[Semantics, ...] = ("stub", "real")
@@ -41,10 +42,15 @@ _log = logging.getLogger("litmus_replay.envs")
 
 @dataclass
 class WorldEnv:
-    """What every domain of one world shares: principals, sessions, the world's root, and whether the
-    world runs isolated (in a sandbox or container) with each call under the principal's own uid —
-    or, with ``shared_uid``, isolated with every principal on the server's one uid, where ``owners``
-    records who owns each file and the files domain checks permissions itself."""
+    """What every domain of one world shares: principals, sessions, the world's root, and how the
+    principals' ids reach the kernel.
+
+    ``switch_uid``: the world runs isolated (in a sandbox or container) with each call under its
+    principal's own uid, so the kernel decides file access; declared id 0 acts there as an unprivileged
+    stand-in (:mod:`.principal_ids`), never as the server's uid. Otherwise the process acts for every
+    principal with its own uid and nothing is chowned: ``owners`` records who owns each file (so views
+    show the declared owners), and with ``shared_uid`` (isolated, every principal on the server's one
+    uid) the files domain also checks each principal's permissions itself."""
 
     principals: dict[str, dict[str, Any]]
     sessions: dict[str, str]
@@ -59,13 +65,15 @@ class WorldEnv:
     owners: Owners | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        if self.shared_uid:
+        if self.switch_uid:
+            check_isolable(self.principals)
+        else:
             first = next(iter(self.principals), None)
             self.owners = Owners(self.ids(first) if first is not None else (0, 0))
 
     def checker(self, principal: str) -> Checker | None:
         """The permission checks a principal's file operations need, where the kernel cannot make them."""
-        return Checker(self.owners, self.ids(principal)) if self.owners is not None else None
+        return Checker(self.owners, self.ids(principal)) if self.shared_uid and self.owners is not None else None
 
     def session_principal(self, token: str | None) -> str | None:
         """The principal an ambient session token belongs to, or None if it names no live session."""
@@ -74,22 +82,36 @@ class WorldEnv:
         return self.sessions.get(token)
 
     def ids(self, principal: str) -> tuple[int, int]:
-        """The uid and gid a principal acts with; an undeclared principal acts as nobody."""
+        """The uid and gid a principal declares; an undeclared principal acts as nobody."""
         attrs = self.principals.get(principal)
         if attrs is None:
             return NOBODY, NOBODY
         return int(attrs["uid"]), int(attrs["gid"])
 
+    def kernel_ids(self, ids: tuple[int, int]) -> tuple[int, int]:
+        """The uid and gid the kernel sees for declared ones: where calls switch uid, 0 is the stand-in."""
+        if not self.switch_uid:
+            return ids
+        return kernel_id(ids[0]), kernel_id(ids[1])
+
+    def declared_uid(self, uid: int) -> int:
+        """The uid a world declared, for one the kernel reports as an entry's owner."""
+        return declared_id(uid) if self.switch_uid else uid
+
     @contextmanager
     def acting_as(self, principal: str) -> Iterator[None]:
         """Run the body with the principal's effective uid and gid, so the kernel decides file access.
 
-        Only where ``switch_uid`` is set: an isolated env server running as root in its namespace.
+        Only where ``switch_uid`` is set: an isolated env server running as root in its namespace. The
+        world's root (declared uid 0) keeps the server's powers here, so it is root over the world's own
+        files; the body is the domains' code, confined to the world's root, and nothing the principal
+        supplies runs in this process (a command drops to the stand-in uid before it execs).
         """
-        if not self.switch_uid:
+        uid, gid = self.ids(principal)
+        if not self.switch_uid or uid == 0:
             yield
             return
-        uid, gid = self.ids(principal)
+        uid, gid = self.kernel_ids((uid, gid))
         os.setegid(gid)
         os.seteuid(uid)
         try:

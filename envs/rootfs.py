@@ -25,11 +25,23 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["MAXSYMLINKS", "RootResolution", "ensure_within", "host_path", "resolve_in_root", "trace_in_root"]
+__all__ = ["MAXSYMLINKS", "RootResolution", "ensure_within", "host_path", "private_root", "resolve_in_root",
+           "trace_in_root"]
+
+
+def private_root(prefix: str) -> Path:
+    """A fresh world root inside a directory only this process's uid may enter (``mkdtemp``'s 0700).
+
+    Whatever a world then makes of its root (mode 0777, a setuid file its scenario wrote, modes it
+    chose), no other user of the host can reach it. Remove ``root.parent`` to clean up."""
+    root = Path(tempfile.mkdtemp(prefix=prefix)) / "root"
+    root.mkdir()
+    return root
 
 MAXSYMLINKS = 40  # Linux's limit on symlinks followed in one lookup (include/linux/namei.h)
 

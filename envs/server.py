@@ -4,12 +4,13 @@ It imports only the standard library (and pyfakefs for stub file semantics), so 
 3.9+ can run it from a read-only mount of this package:
 
     python3 -m litmus_replay.envs.server --stdio [--isolated] [--switch-uid | --shared-uid] [--world-root DIR]
-    python3 -m litmus_replay.envs.server --socket /run/litmus/env.sock ...
+    python3 -m litmus_replay.envs.server --connect /run/litmus/env.sock ...
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib
 import os
 import platform
@@ -25,6 +26,8 @@ from typing import Any, BinaryIO, Mapping
 from .errors import EnvError, WorldSpecError
 from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode, state_digest
 from .world import World
+
+PR_CAPBSET_DROP = 24
 
 try:
     from importlib.metadata import version as _dist_version
@@ -162,31 +165,39 @@ def serve_stream(host: WorldHost, reader: BinaryIO, writer: BinaryIO) -> None:
         writer.flush()
 
 
-def serve_socket(host: WorldHost, path: str) -> None:
-    """Answer connections on a unix socket, one at a time, until shutdown."""
-    if os.path.exists(path):
-        os.unlink(path)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
-        server.bind(path)
-        os.chmod(path, 0o600)
-        parent = os.stat(os.path.dirname(os.path.abspath(path)))
-        if os.geteuid() == 0 and parent.st_uid != 0:  # in a container: the host user who made the directory connects
-            try:
-                os.chown(path, parent.st_uid, parent.st_gid)
-            except OSError:  # an owner unmapped in this user namespace: leave the socket as it is
-                pass
-        server.listen(1)
-        while host.running:
-            connection, _ = server.accept()
-            with connection, connection.makefile("rb") as reader, connection.makefile("wb") as writer:
-                serve_stream(host, reader, writer)  # type: ignore[arg-type]
+def serve_connection(host: WorldHost, path: str) -> None:
+    """Connect to the unix socket the runtime listens on and answer on it until shutdown or its end.
+
+    The server connects rather than listens, so the directory that carries the socket can be bound in
+    read-only: nothing a world runs can create a file where the host would see it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(path)
+        with connection.makefile("rb") as reader, connection.makefile("wb") as writer:
+            serve_stream(host, reader, writer)  # type: ignore[arg-type]
+
+
+def narrow_bounding_set() -> None:
+    """Keep in the capability bounding set only what this process holds (bubblewrap leaves the set full):
+    nothing it runs can ever gain another capability, even through a setuid or file-capability binary.
+    Needs CAP_SETPCAP; without it the set stays as it is (every command still empties its own)."""
+    try:
+        with open("/proc/self/status") as handle:
+            held = next(int(line.split()[1], 16) for line in handle if line.startswith("CapPrm:"))
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (OSError, StopIteration, ValueError):
+        return
+    for cap in range(64):
+        if held >> cap & 1:
+            continue
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            return  # EINVAL past the last capability; EPERM without CAP_SETPCAP
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="litmus_replay.envs.server", description="Host one world.")
     transport = parser.add_mutually_exclusive_group(required=True)
     transport.add_argument("--stdio", action="store_true", help="speak the protocol on stdin/stdout")
-    transport.add_argument("--socket", metavar="PATH", help="speak the protocol on a unix socket")
+    transport.add_argument("--connect", metavar="PATH", help="speak the protocol on a unix socket the runtime listens on")
     parser.add_argument("--world-root", type=Path, help="where real worlds lay out their files")
     parser.add_argument("--isolated", action="store_true", help="this process runs in a sandbox or container")
     parser.add_argument("--switch-uid", action="store_true", help="run each real call as the principal's uid")
@@ -201,7 +212,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.switch_uid and args.shared_uid:
         parser.error("--switch-uid and --shared-uid exclude each other")
     host = WorldHost(world_root, args.isolated, args.switch_uid, args.shared_uid, args.pids_cgroup)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the clean-up below runs on a polite kill too
+    if os.getpid() == 1:
+        # The namespace's init (the sandbox, a container): the kernel then drops every signal sent from
+        # inside that has no handler, so a command sharing our uid cannot stop, interrupt or end us; the
+        # runtime ends us from outside, and the namespace with us.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the clean-up below runs on a polite kill too
+    if args.isolated:
+        narrow_bounding_set()
     if args.switch_uid:
         os.setgroups([])
     try:
@@ -211,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
             serve_stream(host, sys.stdin.buffer, protocol_out)
         else:
-            serve_socket(host, args.socket)
+            serve_connection(host, args.connect)
     finally:
         host.op_close({})
         if own_root:

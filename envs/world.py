@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
+from .rootfs import private_root
 from .outcome import MAX_VALUES, Effects, Outcome, Resolution
 from .values import ValueCache
 
@@ -118,7 +119,7 @@ class World:
         self._owns_root = root is None and semantics == "real" and not (
             classes and all(cls.declaration.in_memory for cls in classes.values()))
         if self._owns_root:
-            root = Path(tempfile.mkdtemp(prefix="litmus-world-"))
+            root = private_root("litmus-world-")
         self.env = WorldEnv(
             principals=parse_principals(spec.get("principals")),
             sessions={str(k): str(v) for k, v in sessions.items()},
@@ -269,7 +270,7 @@ class World:
             domain.close()
         self._domains.clear()
         if self._owns_root and self.env.root is not None:
-            shutil.rmtree(self.env.root, ignore_errors=True)
+            shutil.rmtree(self.env.root.parent, ignore_errors=True)
 
     def __enter__(self) -> "World":
         return self

@@ -47,6 +47,17 @@ _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SECBITS_NO_CAPABILITIES = (1 << 0) | (1 << 1) | (1 << 6) | (1 << 7)  # NOROOT, NO_CAP_AMBIENT_RAISE, and locks
 
 
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-process rlimits of a command (``cpu`` is derived from the call's timeout). ``processes`` None:

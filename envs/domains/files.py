@@ -13,15 +13,20 @@ the final component, after checking that its parent lies inside the root: no hos
 ``env.root`` is ever touched.
 
 Ownership and modes: spec modes are always applied; owners (and the owner of entries a call
-creates: the acting principal) are applied with ``chown`` only when the process runs as root. An entry
+creates: the acting principal) are applied with ``chown`` only where each call runs under its
+principal's uid (``env.switch_uid``: the sandbox and docker), to the ids the kernel sees for them (the
+world's id 0 acts as an unprivileged stand-in, :mod:`..principal_ids`, and reads back as 0). Elsewhere
+nothing is chowned (no uid a scenario chooses ever owns a file on the host) and ``env.owners`` records
+who owns each entry, so views show the declared owners either way. An entry
 the spec gives no owner, and every directory the world makes on the way (the root, the workspace,
 parents), belongs to the first declared principal: the world is that principal's machine, and others'
 files are declared with ``owner``. So a runtime that runs each call under the principal's uid lets the
 principal do what the in-process world does with its own files. In-process
 there is no per-principal permission checking: the process acts for every principal. The sandbox
-runtime runs each call as the principal's uid, so there the kernel decides; where its principals share
-one uid (``env.shared_uid``: no subordinate ids to map), this domain records owners and makes the
-kernel's checks itself (:mod:`..permissions`), and snapshots show the recorded owners. The stub never checks
+runtime runs each call as the principal's uid, so there the kernel decides (the world's root acts with
+the server's powers, confined to the world's root); where its principals share
+one uid (``env.shared_uid``: no subordinate ids to map), this domain makes the
+kernel's checks itself (:mod:`..permissions`). The stub never checks
 permissions (it runs pyfakefs as its superuser) because a harness does not either.
 Harnesses differ in their check: the stub profile ``raw-prefix`` (``stub_profile: raw-prefix`` in the
 world's ``files`` section) checks the raw string with ``startswith(workspace)`` and never normalises ``..``.
@@ -39,7 +44,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Collection, Iterator, Literal, Mapping
+from typing import Any, Callable, Collection, Iterator, Literal, Mapping
 
 from pyfakefs import helpers as fake_helpers
 from pyfakefs.fake_file import FakeDirectory, FakeFile
@@ -50,7 +55,7 @@ from pyfakefs.fake_os import FakeOsModule
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
 from ..permissions import R, W, X, Checker, Owners
-from ..rootfs import RootResolution, ensure_within, host_path, trace_in_root
+from ..rootfs import RootResolution, ensure_within, host_path, private_root, trace_in_root
 from ..values import bounded
 
 DEFAULT_WORKSPACE = "/workspace"
@@ -271,12 +276,16 @@ class FilesReal(_Files):
         super().__init__(spec, env)
         self._owned_root: str | None = None
         if env.root is None:
-            self._owned_root = tempfile.mkdtemp(prefix="litmus-files-")
-        self.root = os.path.realpath(env.root if env.root is not None else self._owned_root)
+            self._owned_root = str(private_root("litmus-files-").parent)
+        self.root = os.path.realpath(env.root if env.root is not None else f"{self._owned_root}/root")
         os.makedirs(self.root, exist_ok=True)
-        self._scanner = TreeScanner(env.owners)
-        self._as_root = os.geteuid() == 0 and env.owners is None  # may chown to the principals' uids
-        self._owner = self._default_owner() if self._as_root else None
+        self._scanner = TreeScanner(env.owners, env.declared_uid)
+        # Only where each call runs under its principal's uid are entries chowned (to the ids the kernel
+        # sees for them); elsewhere the process's own uid owns every entry and ``env.owners`` records who
+        # the world says owns it, so no uid a scenario chooses ever owns a file on the host.
+        self._chowns = env.switch_uid and os.geteuid() == 0
+        default = self._default_owner() if self._chowns else None
+        self._owner = env.kernel_ids(default) if default is not None else None
         if self._owner is not None:
             os.chown(self.root, *self._owner)
         self._populate()
@@ -337,8 +346,8 @@ class FilesReal(_Files):
     def _apply_attrs(self, host: str, entry: Entry) -> None:
         if entry.mode is not None:
             os.chmod(host, entry.mode)  # never a symlink: the spec refuses mode on symlinks
-        owner = entry.owner or self._owner
-        if owner is not None and self._as_root:
+        owner = self.env.kernel_ids(entry.owner) if entry.owner is not None else self._owner
+        if owner is not None and self._chowns:
             os.chown(host, *owner, follow_symlinks=False)
         elif entry.owner is not None and self.env.owners is not None:
             self.env.owners.give(host, entry.owner)
@@ -393,8 +402,8 @@ class FilesReal(_Files):
     def _give(self, host: str, call: Call) -> None:
         """New entries belong to the acting principal, as they would when the sandbox runs the call as it."""
         ids = self._ids_of(call)
-        if ids is not None and self._as_root:
-            os.chown(host, *ids, follow_symlinks=False)
+        if ids is not None and self._chowns:
+            os.chown(host, *self.env.kernel_ids(ids), follow_symlinks=False)
         elif ids is not None and self.env.owners is not None:
             self.env.owners.give(host, ids)
 
@@ -574,11 +583,12 @@ class TreeScanner:
     type, mode, owner and content hash or link target; and, for effects and ``state``, each entry's value
     (:func:`entry_value`). Iterative (a command can nest directories deeper than Python's stack), never
     following a link; content hashes and previews cached on (inode, size, mtime, ctime). Owners are the
-    inodes' unless ``owners`` records them (principals sharing one uid)."""
+    inodes' (as ``declared`` reads them back) unless ``owners`` records them."""
 
-    def __init__(self, owners: Owners | None = None) -> None:
+    def __init__(self, owners: Owners | None = None, declared: Callable[[int], int] | None = None) -> None:
         self._content_cache: dict[tuple[int, ...], tuple[str, str]] = {}
-        self._uid = owners.uid_of if owners is not None else (lambda st: st.st_uid)
+        read = declared or (lambda uid: uid)
+        self._uid = owners.uid_of if owners is not None else (lambda st: read(st.st_uid))
 
     def scan(self, root: str) -> dict[str, str]:
         state: dict[str, str] = {}

@@ -3,7 +3,8 @@
 Real: recorded content is executed, so only in an isolated world (``env.isolated``: the sandbox or docker
 runtime); anywhere else the call is refused with 501 and nothing runs — recorded content never runs on the
 host. The command runs as ``bash -c COMMAND`` (``sh -c`` where there is no bash) under the declared
-principal's uid and gid (a full ``setresuid``, no supplementary groups) — or, in a sandbox whose principals
+principal's uid and gid (a full ``setresuid``, no supplementary groups; the world's uid 0 runs as an
+unprivileged stand-in, :mod:`..principal_ids`, so a command never holds the server's uid) — or, in a sandbox whose principals
 share one uid (``env.shared_uid``), as that uid and in a pid namespace of its own, so it cannot signal the
 server — without any capability (an empty bounding set, locked securebits, no-new-privs), in a new session, with stdin ``/dev/null``, a clean environment (``HOME``,
 ``PATH``, ``LANG``), rlimits (processes, address space, file size, CPU, no core) and a wall-clock timeout
@@ -226,7 +227,7 @@ class ShellReal(_Shell):
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
         self.root = os.path.realpath(env.root) if env.root is not None else None
-        self._scanner = TreeScanner(env.owners)
+        self._scanner = TreeScanner(env.owners, env.declared_uid)
         self._subreaper = False
 
     @tool
@@ -247,14 +248,17 @@ class ShellReal(_Shell):
             call.read(f"files:{cwd}")  # a command may read anything in its workspace
             root = _command_root.plan(self.root)
             self._note_hidden(call, root.hidden)
-            uid, gid = self.env.ids(principal)
+            declared = self.env.ids(principal)
+            uid, gid = self.env.kernel_ids(declared)
             switch = not self.env.shared_uid
             shell = shutil.which("bash", path=PATH) or shutil.which("sh", path=PATH) or "/bin/sh"
             name = os.path.basename(shell)
             is_bash = name == "bash"
             argv = [name, "--noprofile", "--norc", "-c", PRELUDE + command] if is_bash else [name, "-c", command]
             env = {"HOME": self._home(principal, cwd), "PATH": PATH, "LANG": "C.UTF-8"}
-            if switch:
+            if switch and (uid, gid) != declared:
+                who = f"{principal} (uid {declared[0]}, gid {declared[1]} of the world; uid {uid}, gid {gid} here)"
+            elif switch:
                 who = f"{principal} (uid {uid}, gid {gid})"
             else:
                 who = f"{principal} on the uid every principal shares here, without capabilities"
@@ -329,8 +333,8 @@ class ShellReal(_Shell):
             if not res.exists:
                 os.mkdir(host, DIR_MODE)
                 os.chmod(host, DIR_MODE)
-                if owner is not None and os.geteuid() == 0 and not self.env.shared_uid:
-                    os.chown(host, *owner)
+                if owner is not None and os.geteuid() == 0 and self.env.switch_uid:
+                    os.chown(host, *self.env.kernel_ids(owner))
             elif not stat.S_ISDIR(os.stat(host, follow_symlinks=False).st_mode):
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", res.path)
         return trace_in_root(self.root, self.settings.workspace).path

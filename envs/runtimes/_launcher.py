@@ -91,9 +91,15 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
 
 def bwrap_argv(config: dict[str, Any]) -> list[str]:
-    """The bwrap command line for a launcher config (see :mod:`.sandbox` for the config's keys)."""
+    """The bwrap command line for a launcher config (see :mod:`.sandbox` for the config's keys).
+
+    The env server is the namespace's pid 1 (``--as-pid-1``), not bwrap's reaper: a command cannot signal
+    pid 1 (the kernel drops SIGKILL and SIGSTOP, and any signal it has no handler for, sent from inside)
+    and, where every principal shares the server's uid, cannot trace it either (the server holds
+    capabilities the command lacks), whereas bwrap's reaper holds none. The server reaps what its
+    commands leave (it is their subreaper anyway), and the namespace ends when it exits."""
     argv = [config["bwrap"], "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--hostname", config["hostname"], "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+            "--hostname", config["hostname"], "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
     for cap in config["caps"]:
         argv += ["--cap-add", cap]
     argv.append("--clearenv")
@@ -212,7 +218,7 @@ def native(config: dict[str, Any]) -> None:
     """The namespaces and root bwrap would make, made with unshare(2), mount(2) and pivot_root(2).
 
     The launcher stays outside as the monitor (the runtime kills it; pid 1 inside dies with it, and with
-    pid 1 the whole pid namespace). Pid 1 builds the root, starts the server and reaps until it exits.
+    pid 1 the whole pid namespace). Pid 1 builds the root and becomes the server (see :func:`bwrap_argv`).
     """
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
     alive_r, alive_w = os.pipe()  # the monitor holds the write end: EOF means it is gone
@@ -237,17 +243,8 @@ def native(config: dict[str, Any]) -> None:
     except (OSError, SetupError) as exc:
         os.write(2, f"litmus sandbox: {exc}\n".encode())
         os._exit(EXIT_SETUP)
-    server = os.fork()
-    if server == 0:
-        os.setsid()
-        os.execve(config["argv"][0], config["argv"], config["env"])
-    while True:  # pid 1: reap everything; leave (taking the namespace with us) when the server exits
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            os._exit(0)
-        if pid == server:
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    os.setsid()
+    os.execve(config["argv"][0], config["argv"], config["env"])
 
 
 # --- the launcher proper ----------------------------------------------------------------------------

@@ -16,7 +16,9 @@ capabilities it needs (chown, dac_override, fowner, kill, setuid, setgid, and se
 without any) inside its namespace, so each call runs under the principal's uid and the kernel decides file
 access. Where the principals share one uid (``single-uid``), it keeps dac_override, fowner and setpcap, and
 the files domain decides access itself. A sandbox made for a world with a shell adds sys_admin and
-sys_chroot, over its own namespace only, to make each command's root (see :func:`server_capabilities`).
+sys_chroot, over its own namespace only, to make each command's root (see :func:`server_capabilities`). Every command execs with an
+empty bounding set and no capability (see :mod:`..domains._command`), and the world's uid 0 acts as an
+unprivileged stand-in, never as the server's uid (see :mod:`..principal_ids`).
 
 ``_launcher.py`` does the privileged part (see its docstring); the namespaces and the root are made by
 bubblewrap where ``bwrap`` is installed (Debian: ``apt-get install bubblewrap``), else by the launcher
@@ -47,6 +49,7 @@ from ..client import EnvClient
 from ..domain import NOBODY, Semantics
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
 from ..interface import Runtime, WorldHandle
+from ..principal_ids import check_isolable, kernel_id
 from ..world import parse_principals
 from . import _idmap, _launcher, hosting
 from ._idmap import UID_COUNT, IdMap, MappingUnavailable
@@ -58,7 +61,8 @@ WORLD_ROOT = "/world"
 SERVER_ARGS = ("-S", "-m", "litmus_replay.envs.server", "--stdio", "--isolated", "--switch-uid",
                "--world-root", WORLD_ROOT)
 # Principals sharing one uid: the server keeps what it needs to lay a world out whatever its modes, and
-# CAP_SETPCAP to exec commands without capabilities (it cannot switch uids, so it needs no others).
+# CAP_SETPCAP to exec commands without capabilities (it cannot switch uids, so it needs no others). With a
+# uid per principal it keeps every capability the launcher names, CAP_SETPCAP included for the same reason.
 SHARED_UID_CAPS = ("CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
 # A world whose domains run commands in a root made from the world (a shell): a mount namespace and a
 # chroot per command, made in the forked child, which then sheds every capability before it execs.
@@ -129,14 +133,16 @@ def _base_mounts() -> tuple[Mount, ...]:
         raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {exc}".replace("use --runtime inprocess", HINT)) from None
 
 
-def etc_files(principals: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """The sandbox's /etc: its principals as users, and nothing of the host's."""
+def etc_files(principals: Mapping[str, Mapping[str, Any]], switch_uid: bool = True) -> dict[str, str]:
+    """The sandbox's /etc: its principals as users (with the ids they act with), and nothing of the host's."""
     users = [("root", 0, 0, "/root")]
     groups: dict[int, str] = {0: "root"}
     for name, attrs in principals.items():
         if not name or any(c in name for c in ":\n\0,") or name in ("root", "nobody"):
             continue
         uid, gid = int(attrs["uid"]), int(attrs["gid"])
+        if switch_uid:
+            uid, gid = kernel_id(uid), kernel_id(gid)
         users.append((name, uid, gid, f"/home/{name}"))
         groups.setdefault(gid, name)
     users.append(("nobody", NOBODY, NOBODY, "/nonexistent"))
@@ -474,7 +480,8 @@ class SandboxRuntime(Runtime):
                 if not 0 <= int(attrs[key]) < UID_COUNT:
                     raise WorldSpecError(f"world.principals.{name}.{key}",
                                          f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
-        key = (json.dumps(etc_files(principals), sort_keys=True), plan.key())
+        check_isolable(principals)
+        key = (json.dumps(etc_files(principals, not self.idmap.shared_uid), sort_keys=True), plan.key())
 
         def load(sandbox: _Sandbox) -> None:
             if not sandbox.info:  # a reused sandbox said hello when it was new

@@ -3,11 +3,14 @@
 Every Docker SDK call goes through :class:`.engine.Engine` (which imports the SDK lazily, so ``import
 litmus_replay.envs`` works without it; constructing the runtime then says what is missing).
 
-Each container runs the env server (``python3 -m litmus_replay.envs.server --socket ...``) from the
+Each container runs the env server (``python3 -m litmus_replay.envs.server --connect ...``) from the
 host's ``envs/``, pyfakefs and the code its world's domains need (see :mod:`..hosting`), mounted
-read-only, with no network, a read-only root, tmpfs at ``/world`` and ``/tmp``, every capability dropped but
-the few the server needs, ``no-new-privileges`` and pids, memory and CPU limits. The host talks to it
-over a unix socket in a host directory mounted into the container: no published port.
+read-only, with no network, a read-only root, tmpfs at ``/world`` and ``/tmp`` (``nosuid,nodev``,
+size-limited), every capability dropped but the few the server needs, ``no-new-privileges`` and pids,
+memory and CPU limits. No host directory is writable inside: the host listens on a unix socket in a
+directory of its own, bound in read-only, the server connects to it once, and the host then closes the
+listener and removes the socket, so nothing in the container can reach the host's side again, nor leave
+a file (a setuid binary, a disk-filling one) where the host would see it. No published port.
 
 Containers are pooled: closing a world sends ``close`` and keeps the container for the next world
 (``pool_size`` idle ones at most) — unless the world called a tool of a domain that does not declare
@@ -40,6 +43,8 @@ from ...client import EnvClient
 from ...domain import Semantics
 from ...errors import EnvError, RuntimeUnavailable
 from ...interface import Runtime, WorldHandle
+from ...principal_ids import check_isolable
+from ...world import parse_principals
 from .. import hosting
 from ..hosting import Mount
 from ..pool import Pool, PooledWorld, open_on
@@ -48,7 +53,7 @@ from .engine import HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Eng
 
 SOCKET_DIR = "/run/litmus"
 SOCKET_NAME = "env.sock"
-SERVER_COMMAND = ["python3", "-m", "litmus_replay.envs.server", "--socket", f"{SOCKET_DIR}/{SOCKET_NAME}",
+SERVER_COMMAND = ["python3", "-m", "litmus_replay.envs.server", "--connect", f"{SOCKET_DIR}/{SOCKET_NAME}",
                   "--isolated", "--switch-uid", "--world-root", "/world", "--pids-cgroup"]
 # The env server runs as root in the container and needs exactly these:
 CAPABILITIES = [
@@ -196,6 +201,7 @@ class DockerRuntime(Runtime):
         plan = hosting.plan(spec, semantics, self.name, foreign_python=True)
         if not plan.inside:
             return hosting.open_in_process(self.name, plan, spec, semantics)
+        check_isolable(parse_principals(spec.get("principals")))
 
         def load(slot: _Slot) -> None:
             assert slot.client is not None
@@ -223,20 +229,31 @@ class DockerRuntime(Runtime):
             self._started += 1
             number = self._started
         slot = _Slot("", sockdir)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            path = str(sockdir / SOCKET_NAME)
+            listener.bind(path)
+            os.chmod(path, 0o600)  # the server connects as the container's root (CAP_DAC_OVERRIDE)
+            listener.listen(1)
             container = self.engine.run(self.image, **self._container_options(sockdir, number, mounts, command_root))
             slot.container_id = container.id
-            self._connect(slot)
+            self._connect(slot, listener)
         except BaseException:
             self._discard(slot)
             raise
+        finally:
+            listener.close()
+            try:
+                os.unlink(sockdir / SOCKET_NAME)  # nothing can connect again
+            except OSError:
+                pass
         return slot
 
     def _container_options(self, sockdir: Path, number: int, mounts: tuple[Mount, ...] = (),
                            command_root: bool = False) -> dict[str, Any]:
         volumes = {mount.source: {"bind": mount.destination, "mode": "ro"}
                    for mount in (*hosting.base_mounts(), *mounts)}
-        volumes[str(sockdir)] = {"bind": SOCKET_DIR, "mode": "rw"}
+        volumes[str(sockdir)] = {"bind": SOCKET_DIR, "mode": "ro"}
         limits = self.limits
         return {
             "command": SERVER_COMMAND,
@@ -260,28 +277,23 @@ class DockerRuntime(Runtime):
             "stdin_open": False,
         }
 
-    def _connect(self, slot: _Slot) -> None:
-        """Wait for the server's socket, connect, and check it speaks our protocol."""
-        path = str(slot.sockdir / SOCKET_NAME)
+    def _connect(self, slot: _Slot, listener: socket.socket) -> None:
+        """Accept the server's one connection, and check it speaks our protocol."""
         deadline = time.monotonic() + self.start_timeout
-        next_check = time.monotonic() + 0.5
         while True:
-            if os.path.exists(path):
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    sock.connect(path)
-                    break
-                except OSError:
-                    sock.close()
             now = time.monotonic()
-            if now >= next_check:
-                next_check = now + 0.5
-                state, logs = self.engine.status(slot.container_id)
-                if state not in ("created", "running"):
-                    raise RuntimeUnavailable(f"the env server container exited ({state}): {logs.strip()[-500:]}")
             if now >= deadline:
-                raise RuntimeUnavailable(f"the env server did not listen within {self.start_timeout:g} s")
-            time.sleep(0.005)
+                raise RuntimeUnavailable(f"the env server did not connect within {self.start_timeout:g} s")
+            listener.settimeout(min(0.5, deadline - now))
+            try:
+                sock, _ = listener.accept()
+                break
+            except socket.timeout:
+                pass
+            state, logs = self.engine.status(slot.container_id)
+            if state not in ("created", "running"):
+                raise RuntimeUnavailable(f"the env server container exited ({state}): {logs.strip()[-500:]}")
+        sock.settimeout(None)
         slot.sock = sock
         slot.client = EnvClient(sock.fileno(), sock.fileno(), timeout=self.call_timeout)
         slot.client.hello()
