@@ -112,8 +112,10 @@ def test_containers_are_locked_down(docker_runtime):
     assert "no-new-privileges" in host["SecurityOpt"]
     assert host["PidsLimit"] > 0 and host["Memory"] > 0 and host["NanoCpus"] > 0
     assert set(host["Tmpfs"]) == {"/world", "/tmp"}
+    assert all({"nosuid", "nodev"} <= set(options.split(",")) for options in host["Tmpfs"].values())
     envs_mount = [m for m in config["Mounts"] if m["Destination"].endswith("/litmus_replay/envs")]
     assert envs_mount and envs_mount[0]["RW"] is False
+    assert [m["Destination"] for m in config["Mounts"] if m["RW"]] == []  # no host directory is writable inside
     labels = config["Config"]["Labels"]
     assert labels["litmus-replay.owner"] == str(os.getpid()) and labels["litmus-replay.session"] == docker_runtime.session
 

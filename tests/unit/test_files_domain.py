@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -120,8 +121,7 @@ def test_write_file_overwrites_and_appends(world: World) -> None:
 def test_new_files_belong_to_the_acting_principal(world: World) -> None:
     ok(call(world, "write_file", path="mine.txt", content="x", principal="bob"))
     digest = world.snapshot()["files:/workspace/mine.txt"]
-    if world.semantics == "stub" or AS_ROOT:
-        assert "uid=10002" in digest
+    assert "uid=10002" in digest
 
 
 def test_list_dir(world: World) -> None:
@@ -391,9 +391,8 @@ def test_snapshot_covers_the_whole_world(world: World) -> None:
 
 def test_snapshot_shows_owners(world: World) -> None:
     snap = world.snapshot()
-    if world.semantics == "stub" or AS_ROOT:
-        assert "uid=10002" in snap["files:/workspace/private"]
-        assert "uid=10001" in snap["files:/workspace/report.txt"]
+    assert "uid=10002" in snap["files:/workspace/private"]
+    assert "uid=10001" in snap["files:/workspace/report.txt"]
 
 
 def test_snapshot_sees_chmod_and_chown(world: World) -> None:
@@ -402,8 +401,8 @@ def test_snapshot_sees_chmod_and_chown(world: World) -> None:
     if isinstance(domain, FilesReal):
         host = Path(domain.root, "workspace/notes.txt")
         os.chmod(host, 0o600)
-        if AS_ROOT:
-            os.chown(host, 10002, 10002)
+        # in-process nothing is chowned on the host: the world records who owns each entry
+        world.env.owners.give(str(host), (10002, 10002))
     else:
         assert isinstance(domain, FilesStub)
         domain.os.chmod("/workspace/notes.txt", 0o600)
@@ -411,8 +410,7 @@ def test_snapshot_sees_chmod_and_chown(world: World) -> None:
     after = world.snapshot()
     assert after["files:/workspace/notes.txt"] != before["files:/workspace/notes.txt"]
     assert after["files:/workspace/notes.txt"].startswith("file 0600 ")
-    if world.semantics == "stub" or AS_ROOT:
-        assert "uid=10002" in after["files:/workspace/notes.txt"]
+    assert "uid=10002" in after["files:/workspace/notes.txt"]
 
 
 def test_stub_and_real_agree_on_effects_of_plain_calls() -> None:
@@ -431,14 +429,7 @@ def test_stub_and_real_agree_on_effects_of_plain_calls() -> None:
                 {k: v for k, v in call(w, tool, **params).items() if k in ("status", "output", "effects")}
                 for tool, params in script
             ]
-    if not AS_ROOT:  # the real world can give its entries to the principals only as root
-        for outcomes in effects.values():
-            for outcome in outcomes:
-                for entry in outcome["effects"]["values"].values():
-                    for side in ("before", "after", "delta"):
-                        if isinstance(entry.get(side), dict):
-                            entry[side].pop("uid", None)
-    assert effects["stub"] == effects["real"]
+    assert effects["stub"] == effects["real"]  # owners too: the real world records them, as root or not
 
 
 # --- the world spec ------------------------------------------------------------------------------------
@@ -558,11 +549,19 @@ def test_stub_never_refuses_on_permissions_whatever_uid_runs_it(monkeypatch: pyt
         assert fake_helpers.get_uid() == 4242  # restored after the call
 
 
-def test_real_skips_chown_when_not_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(os, "geteuid", lambda: 4242)
-    with World(base_spec(), "real") as w:
-        snap = w.snapshot()
-        assert snap["files:/workspace/private"].startswith("dir 0700 ")  # modes always apply
-        assert "uid=10002" not in snap["files:/workspace/private"]
+def test_in_process_real_world_gives_no_host_file_to_a_uid_the_scenario_chooses() -> None:
+    """In-process (as root or not) nothing is chowned: the host sees every entry as this process's own,
+    inside a directory no other user may enter, while the world's view shows the declared owners."""
+    spec = base_spec()
+    spec["principals"] = {"alice": {"uid": 0}, "bob": {"uid": 10002}}
+    spec["files"]["tree"]["/workspace/tool"] = {"content": "#!/bin/sh\n", "mode": 0o4755}
+    with World(spec, "real") as w:
         ok(call(w, "write_file", path="/workspace/mine", content="x", principal="bob"))
-        assert "uid=10002" not in w.snapshot()["files:/workspace/mine"]
+        root = Path(w._domain("files").root)
+        host_owners = {os.lstat(p).st_uid for p in [root, *root.rglob("*")]}
+        assert host_owners == {os.geteuid()}
+        assert stat.S_IMODE(os.stat(root.parent).st_mode) == 0o700  # the world's "/" is not the host's to reach
+        snap = w.snapshot()
+        assert "uid=10002" in snap["files:/workspace/private"]
+        assert "uid=10002" in w.snapshot()["files:/workspace/mine"]
+        assert snap["files:/workspace/tool"].startswith("file 4755 uid=0 ")
