@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno as errno_names
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 

@@ -40,7 +40,6 @@ import os
 import posixpath
 import shutil
 import stat
-import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
