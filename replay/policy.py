@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import limits
 from .errors import PolicyError
 from .policy_functions import FUNCTIONS
+from .rule_tools import guarded_tools
 
 Verdict = Literal["allow", "deny"]
 
@@ -98,6 +99,7 @@ class _Rule:
     program: Any
     macro_depth: int = 0
     variables: frozenset[str] = frozenset()
+    tools: frozenset[str] | None = None  # the only tools it can match (None: any)
 
 
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -174,6 +176,13 @@ def _longest_collection(values: list[Any]) -> int:
     return longest
 
 
+def _context(variables: dict[str, Any]) -> Any:
+    try:
+        return cel.Context(variables, FUNCTIONS)
+    except ValueError:  # a string CEL cannot hold; rare, so the copy is made only then
+        return cel.Context(cel_safe(variables), FUNCTIONS)
+
+
 def cel_safe(value: Any) -> Any:
     """``value`` with every string CEL cannot hold made visible: a lone surrogate (a truncated log's
     half emoji, a file name that is not UTF-8) is written as its escape, ``\\ud83d``. The recorded value
@@ -209,8 +218,21 @@ class Policy:
             except (ValueError, RuntimeError, TypeError) as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise PolicyError(file, f"{where}.when", f"CEL does not compile: {first_line}") from None
-            rules.append(_Rule(rule, program, macro_depth, frozenset(program.variables())))
+            rules.append(_Rule(rule, program, macro_depth, frozenset(program.variables()), guarded_tools(rule.when)))
         return cls(rules)
+
+    def __post_init__(self) -> None:
+        self._by_tool: dict[str, tuple[tuple[bool, ...], frozenset[str]]] = {}
+
+    def _for_tool(self, tool: Any) -> tuple[tuple[bool, ...], frozenset[str]]:
+        """Per rule, whether a call to ``tool`` can match it; and the variables those rules read."""
+        entry = self._by_tool.get(tool) if isinstance(tool, str) else None
+        if entry is None:
+            can = tuple(rule.tools is None or not isinstance(tool, str) or tool in rule.tools for rule in self.rules)
+            entry = can, frozenset().union(*(rule.variables for rule, ok in zip(self.rules, can) if ok))
+            if isinstance(tool, str) and len(self._by_tool) < 4096:  # a world has few tools; recorded names vary
+                self._by_tool[tool] = entry
+        return entry
 
     def reads(self, variable: str) -> bool:
         """Whether any condition refers to ``variable``."""
@@ -241,13 +263,11 @@ class Policy:
         unapplied: list[str] = []
         errors: list[str] = []
         applied = bool(variables.get("committed"))
-        try:
-            context = cel.Context(dict(variables), FUNCTIONS)  # converted to CEL once, shared by every rule
-        except ValueError:  # a string CEL cannot hold; rare, so the copy is made only then
-            context = cel.Context(cel_safe(dict(variables)), FUNCTIONS)
+        can_match, reads = self._for_tool(variables.get("tool"))
+        context = None
         longest: dict[frozenset[str], int] = {}  # per set of variables read: a rule pays only for what it reads
-        for rule in self.rules:
-            if rule.macro_depth > 1:
+        for rule, candidate in zip(self.rules, can_match):
+            if rule.macro_depth > 1:  # checked for every rule, as a cost refused is reported whatever the tool
                 if rule.variables not in longest:
                     longest[rule.variables] = _longest_collection([variables[name] for name in rule.variables
                                                                    if name in variables])
@@ -258,6 +278,10 @@ class Policy:
                                   f"up to {items} items may take {cost} steps, over the limit of "
                                   f"{limits.get('cel_cost')} ({limits.hint('cel_cost')})")
                     continue
+            if not candidate:  # guarded on other tools: false without evaluating it
+                continue
+            if context is None:  # converted to CEL once, only the variables the candidate rules read
+                context = _context({name: variables[name] for name in reads if name in variables})
             try:
                 result = rule.program.execute(context)
             except Exception as exc:  # the CEL library raises KeyError/TypeError/RuntimeError alike
