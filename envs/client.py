@@ -9,13 +9,19 @@ from __future__ import annotations
 import os
 import select
 import time
-from typing import Any, Callable, Mapping
+from collections import deque
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .errors import EnvError, WorldSpecError
 from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode
 from .interface import WorldHandle
 
 DEFAULT_TIMEOUT = 30.0
+# Requests sent ahead of their replies stay within a pipe's capacity (64 KiB on Linux), so a write never
+# blocks on a server that is itself blocked writing replies nobody reads yet.
+PIPELINE_BYTES = 48 * 1024
+PIPELINE_DEPTH = 64
+GONE = "the env server is gone (an earlier call failed)"
 
 
 class ServerError(EnvError):
@@ -51,15 +57,86 @@ class EnvClient:
 
     def request(self, op: str, timeout: float | None = None, **fields: Any) -> Any:
         if self.broken:
-            raise ServerGone("the env server is gone (an earlier call failed)")
-        self._next_id += 1
-        message_id = self._next_id
-        data = encode({"id": message_id, "op": op, **fields})
-        if len(data) > MAX_MESSAGE:  # refuse this one request; sending it would put every later reply out of step
-            raise MessageTooLarge(f"the {op} request is {len(data)} bytes, over the protocol's limit of {MAX_MESSAGE}; not sent")
+            raise ServerGone(GONE)
+        message_id, data = self._encode(op, fields)
         try:
             self._send(data)
-            reply = self._receive(self.timeout if timeout is None else timeout)
+        except EnvError:
+            self.broken = True
+            raise
+        return self._result(message_id, self.timeout if timeout is None else timeout)
+
+    def pipeline(self, op: str, messages: Iterable[Mapping[str, Any]], timeout: float | None = None) -> Iterator[Any]:
+        """One ``op`` request per message, several in flight at once: yields, in order, each reply's result
+        or the :class:`EnvError` that request would have raised alone, so the server works on the next
+        requests while the caller handles a reply. Once the connection fails, every later one yields
+        :class:`ServerGone`, as :meth:`request` would raise."""
+        timeout = self.timeout if timeout is None else timeout
+        messages = iter(messages)
+        waiting: deque[tuple[int, int] | EnvError] = deque()  # per message: (id, size) once sent, or its refusal
+        ahead: tuple[int, bytes] | None = None  # encoded, waiting for room in the window
+        in_flight = sent = 0
+        exhausted = False
+        while True:
+            while not exhausted and not self.broken:
+                if ahead is None:
+                    fields = next(messages, None)
+                    if fields is None:
+                        exhausted = True
+                        break
+                    try:
+                        ahead = self._encode(op, fields)
+                    except MessageTooLarge as exc:
+                        waiting.append(exc)
+                        continue
+                if sent and (in_flight + len(ahead[1]) > PIPELINE_BYTES or sent >= PIPELINE_DEPTH):
+                    break
+                try:
+                    self._send(ahead[1])
+                except EnvError as exc:
+                    self.broken = True
+                    waiting.append(exc)
+                else:
+                    waiting.append((ahead[0], len(ahead[1])))
+                    in_flight += len(ahead[1])
+                    sent += 1
+                ahead = None
+            if not waiting:
+                if exhausted:
+                    return
+                # broken with messages left: each fails as a request on a broken client would
+                if ahead is not None:
+                    ahead = None
+                    yield ServerGone(GONE)
+                for _ in messages:
+                    yield ServerGone(GONE)
+                return
+            entry = waiting.popleft()
+            if isinstance(entry, EnvError):
+                yield ServerGone(GONE) if self.broken and isinstance(entry, MessageTooLarge) else entry
+                continue
+            message_id, size = entry
+            in_flight -= size
+            sent -= 1
+            if self.broken:
+                yield ServerGone(GONE)
+                continue
+            try:
+                yield self._result(message_id, timeout)
+            except EnvError as exc:
+                yield exc
+
+    def _encode(self, op: str, fields: Mapping[str, Any]) -> tuple[int, bytes]:
+        self._next_id += 1
+        data = encode({"id": self._next_id, "op": op, **fields})
+        if len(data) > MAX_MESSAGE:  # refuse this one request; sending it would put every later reply out of step
+            raise MessageTooLarge(f"the {op} request is {len(data)} bytes, over the protocol's limit of {MAX_MESSAGE}; not sent")
+        return self._next_id, data
+
+    def _result(self, message_id: int, timeout: float) -> Any:
+        """The result of the sent request ``message_id``, its reply being the next to arrive."""
+        try:
+            reply = self._receive(timeout)
         except EnvError:
             self.broken = True
             raise
@@ -118,6 +195,9 @@ class ServerWorld(WorldHandle):
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return self.client.request("call", timeout=self.call_timeout, request=dict(request))
+
+    def call_each(self, requests: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
+        return self.client.pipeline("call", ({"request": dict(request)} for request in requests), self.call_timeout)
 
     def snapshot(self) -> dict[str, str]:
         return self.client.request("snapshot")["state"]

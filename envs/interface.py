@@ -7,9 +7,10 @@ that would import it back (the registry of runtimes is :mod:`.registry`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 from .domain import Semantics
+from .errors import EnvError
 
 
 class WorldHandle(ABC):
@@ -18,6 +19,18 @@ class WorldHandle(ABC):
     @abstractmethod
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Apply one call request and return the outcome dict."""
+
+    def call_each(self, requests: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
+        """Apply each request in order, yielding its outcome dict or the :class:`EnvError` its call raised.
+
+        Requests are taken from ``requests`` as the runtime is ready for them, which may be before the
+        caller has read the earlier outcomes: a runtime that talks to a server keeps several in flight.
+        """
+        for request in requests:
+            try:
+                yield self.call(request)
+            except EnvError as exc:
+                yield exc
 
     @abstractmethod
     def snapshot(self) -> dict[str, str]:

@@ -172,22 +172,14 @@ class Replayer:
         stub_history: list[dict[str, Any]] = []
         real_history: list[dict[str, Any]] = []
         replays = []
-        for turn, call in trajectory.calls():
-            declared = call.principal or trajectory.principal
-            binding = route.binding(call.tool)
-            if binding is None and not route.knows(call.tool):
+        # Open loop: every request is known before any outcome, so the real world may work ahead of the
+        # stub world (an isolated runtime keeps several requests in flight).
+        plan = [(turn, call, *_request(trajectory, call, route, want_state)) for turn, call in trajectory.calls()]
+        real_outcomes = real_world.call_each(request for *_, request in plan if request is not None)
+        for turn, call, declared, binding, request in plan:
+            if request is None:
                 replays.append(self._unknown(turn, call, declared, stub_history, facts))
                 continue  # no world saw it, so it is in neither world's history
-            tool, params = (binding.to, binding.params(call.arguments)) if binding else (call.tool, call.arguments)
-            request = {"tool": tool, "params": params, "principal": declared}
-            if trajectory.ambient_session is not None:
-                request["session"] = trajectory.ambient_session
-            if call.at is not None:
-                request["at"] = call.at
-            if call.result is not None:
-                request["recorded"] = call.result.model_dump()
-            if want_state:
-                request["state"] = True  # the world's view after the call comes back with its outcome
             harness_error = None
             try:
                 stub, stub_state = _split_state(stub_world.call(request))
@@ -198,7 +190,10 @@ class Replayer:
             real: Outcome | None
             real_state: dict[str, Any] = {}
             try:
-                real, real_state = _split_state(real_world.call(request))
+                reply = next(real_outcomes)
+                if isinstance(reply, EnvError):
+                    raise reply
+                real, real_state = _split_state(reply)
                 real = _presented(real, binding)
             except EnvError as exc:
                 real = None
@@ -264,6 +259,27 @@ class Replayer:
             pair=unknown_tool_pair(call.tool),
             recorded_match=None,
         )
+
+
+def _request(trajectory: Trajectory, call: ToolCall, route: "_Router",
+             want_state: bool) -> tuple[str, Binding | None, dict[str, Any] | None]:
+    """The declared principal, the binding and the request both worlds get for a recorded call (None for a
+    tool no domain or binding knows)."""
+    declared = call.principal or trajectory.principal
+    binding = route.binding(call.tool)
+    if binding is None and not route.knows(call.tool):
+        return declared, None, None
+    tool, params = (binding.to, binding.params(call.arguments)) if binding else (call.tool, call.arguments)
+    request = {"tool": tool, "params": params, "principal": declared}
+    if trajectory.ambient_session is not None:
+        request["session"] = trajectory.ambient_session
+    if call.at is not None:
+        request["at"] = call.at
+    if call.result is not None:
+        request["recorded"] = call.result.model_dump()
+    if want_state:
+        request["state"] = True  # the world's view after the call comes back with its outcome
+    return declared, binding, request
 
 
 class _Router:

@@ -10,7 +10,7 @@ pool is full — then it is stopped. A world that loses its server stops its hos
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Generic, Hashable, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Protocol, TypeVar
 
 from ..client import CallTimeout, EnvClient, ServerGone, ServerWorld
 from ..errors import EnvError
@@ -163,6 +163,18 @@ class PooledWorld(ServerWorld):
         except (CallTimeout, ServerGone):
             self._pool.discard(self.host)
             raise
+
+    def call_each(self, requests: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
+        def tainting(requests: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+            for request in requests:  # taken as it is sent
+                if request.get("tool") in self._uncontained:
+                    self.host.tainted = True
+                yield request
+
+        for outcome in super().call_each(tainting(requests)):
+            if isinstance(outcome, (CallTimeout, ServerGone)):
+                self._pool.discard(self.host)
+            yield outcome
 
     def snapshot(self) -> dict[str, str]:
         try:

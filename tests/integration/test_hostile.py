@@ -22,11 +22,13 @@ import shutil
 import stat
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from litmus_replay.envs.domains.shell import parse_shell_spec
+from litmus_replay.envs.interface import WorldHandle
 from litmus_replay.replay.analysis import analyse
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
@@ -143,6 +145,7 @@ class _Timed:
                 self.records.append((request, elapsed, limit, _leftovers(handle)))
 
         handle.call = call
+        handle.call_each = partial(WorldHandle.call_each, handle)  # one call at a time, each through ``call``
         return handle
 
 

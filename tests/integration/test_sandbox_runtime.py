@@ -173,15 +173,22 @@ def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harne
 
         def open_world(self, spec, semantics):
             handle = runtime.open_world(spec, semantics)
-            call = handle.call
+            call, call_each = handle.call, handle.call_each
 
-            def freeze_then_call(request):
+            def freeze():
                 if not stopped:
                     stopped.extend(handle.sandbox.host_pids())
                     os.kill(_server_pid(handle), signal.SIGSTOP)
+
+            def freeze_then_call(request):
+                freeze()
                 return call(request)
 
-            handle.call = freeze_then_call
+            def freeze_then_call_each(requests):
+                freeze()
+                return call_each(requests)
+
+            handle.call, handle.call_each = freeze_then_call, freeze_then_call_each
             return handle
 
     trajectory = Trajectory.model_validate({"id": "hang", "principal": "alice", "turns": [

@@ -1,0 +1,109 @@
+"""Requests kept in flight to an env server: the same answers, in the same order, as one request at a
+time, errors in their places; a server lost part way fails every later request, and nothing hangs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from litmus_replay.envs import client as client_module
+from litmus_replay.envs.client import EnvClient, MessageTooLarge, ServerError, ServerGone
+
+SPEC = {
+    "principals": ["alice", "bob"],
+    "files": {"tree": {"/workspace/a.txt": "hello"}},
+    "records": {"rows": [{"id": 1, "owner": "bob", "data": {"s": 1}}]},
+}
+
+
+def _calls(count: int) -> list[dict]:
+    """A mix of small and large requests and replies (more bytes both ways than a pipe holds), and errors."""
+    calls = []
+    for i in range(count):
+        big = "x" * (7000 + i)
+        calls += [
+            {"tool": "write_file", "params": {"path": f"/workspace/f{i}.txt", "content": big}, "principal": "alice"},
+            {"tool": "read_file", "params": {"path": f"/workspace/f{i}.txt"}, "principal": "alice"},
+            {"tool": "launch", "params": {}, "principal": "alice"},  # no such tool: an error answer
+            {"tool": "update_record", "params": {"id": 1, "fields": {"s": i}}, "principal": "alice"},
+        ]
+    return calls
+
+
+def _server() -> tuple[subprocess.Popen, EnvClient]:
+    proc = subprocess.Popen([sys.executable, "-m", "litmus_replay.envs.server", "--stdio"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return proc, EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
+
+
+def _answers(outcomes) -> list:
+    return [("error", type(o).__name__, str(o)) if isinstance(o, Exception) else o for o in outcomes]
+
+
+def _one_at_a_time(client: EnvClient, requests: list[dict]) -> list:
+    answers = []
+    for request in requests:
+        try:
+            answers.append(client.request("call", request=request))
+        except (ServerError, MessageTooLarge, ServerGone) as exc:
+            answers.append(exc)
+    return _answers(answers)
+
+
+@pytest.mark.parametrize("semantics", ["stub", "real"])
+def test_pipelined_answers_equal_one_at_a_time(semantics):
+    requests = _calls(40)
+    answers = []
+    for pipelined in (False, True):
+        proc, client = _server()
+        try:
+            client.request("load", spec=SPEC, semantics=semantics)
+            if pipelined:
+                answers.append(_answers(client.pipeline("call", ({"request": r} for r in requests))))
+            else:
+                answers.append(_one_at_a_time(client, requests))
+            assert client.request("snapshot")["state"]  # still in step afterwards
+        finally:
+            proc.kill()
+            proc.wait()
+    assert answers[0] == answers[1]
+    assert len(answers[1]) == len(requests)
+    assert sum(1 for answer in answers[1] if isinstance(answer, tuple) and "UnknownTool" in answer[2]) == 40
+
+
+def test_a_request_too_large_is_refused_in_its_place_and_the_rest_go_on(monkeypatch):
+    monkeypatch.setattr(client_module, "MAX_MESSAGE", 4000)
+    proc, client = _server()
+    try:
+        client.request("load", spec=SPEC, semantics="stub")
+        requests = [{"tool": "read_file", "params": {"path": "/workspace/a.txt"}, "principal": "alice"},
+                    {"tool": "write_file", "params": {"path": "/workspace/b", "content": "y" * 5000}, "principal": "alice"},
+                    {"tool": "read_file", "params": {"path": "/workspace/a.txt"}, "principal": "bob"}]
+        first, refused, last = client.pipeline("call", ({"request": r} for r in requests))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert first["output"] == "hello" and last["output"] == "hello"
+    assert isinstance(refused, MessageTooLarge)
+
+
+def test_a_server_lost_part_way_fails_every_later_request():
+    # answers two requests, then exits with the rest unread
+    script = ("import sys, json\n"
+              "for _ in range(2):\n"
+              "    m = json.loads(sys.stdin.readline())\n"
+              "    sys.stdout.write(json.dumps({'id': m['id'], 'ok': True, 'result': m['op']}) + '\\n'); sys.stdout.flush()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
+    try:
+        outcomes = list(client.pipeline("call", ({"request": {"n": i}} for i in range(6))))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert outcomes[:2] == ["call", "call"]
+    assert all(isinstance(outcome, ServerGone) for outcome in outcomes[2:]) and len(outcomes) == 6
+    assert client.broken
+    with pytest.raises(ServerGone):
+        client.request("snapshot")
