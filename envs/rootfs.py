@@ -34,12 +34,13 @@ __all__ = ["MAXSYMLINKS", "RootResolution", "ensure_within", "host_path", "priva
            "trace_in_root"]
 
 
-def private_root(prefix: str) -> Path:
+def private_root(prefix: str, parent: str | None = None) -> Path:
     """A fresh world root inside a directory only this process's uid may enter (``mkdtemp``'s 0700).
 
     Whatever a world then makes of its root (mode 0777, a setuid file its scenario wrote, modes it
-    chose), no other user of the host can reach it. Remove ``root.parent`` to clean up."""
-    root = Path(tempfile.mkdtemp(prefix=prefix)) / "root"
+    chose), no other user of the host can reach it. Remove ``root.parent`` to clean up. ``parent``: where
+    to make it (default: the temporary directory)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)) / "root"
     root.mkdir()
     return root
 

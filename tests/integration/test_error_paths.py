@@ -8,6 +8,8 @@ import tempfile
 
 import pytest
 
+from litmus_replay.envs.world import scratch_dir
+
 SPEC = {
     "principals": ["alice", "bob"],
     "files": {"tree": {
@@ -32,5 +34,6 @@ def test_an_error_names_the_world_path_only(any_runtime, tool, params):
     finally:
         world.close()
     # in-process roots are temporary directories on the host; isolated ones sit at /world/root inside
-    for prefix in (tempfile.gettempdir() + "/", "/world/root", "/run/litmus"):
+    for prefix in (tempfile.gettempdir() + "/", (scratch_dir() or tempfile.gettempdir()) + "/", "/world/root",
+                   "/run/litmus"):
         assert prefix not in json.dumps(outcome), f"{prefix} leaked: {outcome.get('error')}"
