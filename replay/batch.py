@@ -26,6 +26,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -58,6 +59,7 @@ REPORT_MODES = ("all", "flagged", "none")
 REPORTS_DIR = "reports"
 RUN_SUFFIXES = (".json", ".jsonl", ".eval", ".yaml", ".yml")
 SUMMARY_VERSION = 1
+SYNC_SECONDS = 1.0  # results.jsonl goes to disk at least this often
 NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -396,7 +398,10 @@ def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> 
 
 
 class ResultsFile:
-    """Appends one line per finished run; each line goes down in a single write, then is synced.
+    """Appends one line per finished run; each line goes down in a single write, so a killed process
+    leaves whole lines (and at worst a torn last one, cut on resume). Lines are synced to disk at most
+    ``SYNC_SECONDS`` apart and when the file is closed: a machine that loses power loses at most that
+    last moment's runs, which a resumed batch replays.
 
     What the batch keeps of each line is only where it lies (an :class:`~.run_index.OffsetIndex`, itself on
     disk; a later line of a run replaces an earlier one): however many runs there are, memory stays flat.
@@ -409,6 +414,7 @@ class ResultsFile:
         _cut_torn_line(path)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.end = os.fstat(self.fd).st_size
+        self._synced = time.monotonic()
         for offset, raw in _complete_lines(path):
             line = _parse_line(raw)
             if line is not None:
@@ -418,9 +424,14 @@ class ResultsFile:
     def append(self, line: dict[str, Any]) -> None:
         data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         os.write(self.fd, data)
-        os.fsync(self.fd)
         self.index.put(line["run"], self.end, len(data))
         self.end += len(data)
+        if time.monotonic() - self._synced >= SYNC_SECONDS:
+            self.sync()
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+        self._synced = time.monotonic()
 
     def get(self, run_id: str) -> dict[str, Any] | None:
         """The latest line of a run, read back from the file."""
@@ -433,8 +444,11 @@ class ResultsFile:
         return None if where is None else os.pread(self.fd, where[1], where[0])
 
     def close(self) -> None:
-        os.close(self.fd)
-        self.index.close()
+        try:
+            self.sync()
+        finally:
+            os.close(self.fd)
+            self.index.close()
 
 
 def _cut_torn_line(path: Path) -> None:
