@@ -269,16 +269,30 @@ class Domain(ABC):
         """Bind the call's parameters to the tool method and run it."""
         method = self.tools[call.tool]
         kwargs = {_python_name(k): v for k, v in call.params.items()}
-        try:
-            _signature(method).bind(self, call, **kwargs)
-        except TypeError as exc:
-            raise ServiceError(400, f"{call.tool}: {exc}") from None
+        accepted, required = _parameters(method)
+        if not (accepted is not None and accepted.issuperset(kwargs) and required.issubset(kwargs)):
+            try:  # the binding's own words for what is wrong
+                _signature(method).bind(self, call, **kwargs)
+            except TypeError as exc:
+                raise ServiceError(400, f"{call.tool}: {exc}") from None
         return method(self, call, **kwargs)
 
 
 @functools.lru_cache(maxsize=None)
 def _signature(method: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(method)
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(method: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The keyword arguments a tool method takes after ``self`` and ``call`` (None when it is not a plain
+    list of named ones) and those it requires: arguments within them bind without asking ``inspect``."""
+    parameters = list(_signature(method).parameters.values())[2:]
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if len(_signature(method).parameters) < 2 or any(p.kind not in plain for p in parameters):
+        return None, frozenset()
+    return (frozenset(p.name for p in parameters),
+            frozenset(p.name for p in parameters if p.default is inspect.Parameter.empty))
 
 
 def _python_name(param: str) -> str:
