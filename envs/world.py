@@ -153,6 +153,10 @@ class World:
         self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})
         self._domains: dict[str, Domain] = {}
         self._values = ValueCache()
+        # A domain's state changes only in its own calls, unless a domain that is not contained (a shell)
+        # may reach into it: then each call reads its domain's state afresh.
+        self._reuse_snapshots = all(cls.declaration.contained for cls in classes.values())
+        self._last: tuple[str, dict[str, str]] | None = None  # the last call's domain and its state after
         self._clock = 0.0
         try:
             for name in named:
@@ -201,7 +205,9 @@ class World:
 
     def apply(self, request: Mapping[str, Any]) -> Outcome:
         tool_name = request["tool"]
-        domain = self._domain(self.domain_of(tool_name))
+        name = self.domain_of(tool_name)
+        domain = self._domain(name)
+        last, self._last = self._last, None
         self._clock = float(request.get("at", self._clock + 1.0))
         session = request.get("session", self.env.ambient_session)
         call = Call(
@@ -212,7 +218,7 @@ class World:
             at=self._clock,
             recorded=request.get("recorded"),
         )
-        before = domain.snapshot()
+        before = last[1] if last is not None and last[0] == name else domain.snapshot()
         self._values.refresh(domain, before)
         output: Any = None
         status, error_code, error, resolved = "ok", None, None, True
@@ -233,6 +239,8 @@ class World:
         except Exception as exc:  # a domain's bug is not the environment's answer: no outcome, one line
             raise DomainFault(domain.name, tool_name, exc) from exc
         after = domain.snapshot()
+        if self._reuse_snapshots:
+            self._last = (name, after)
         effects = Effects.between(before, after)
         if not effects.empty:
             touched = effects.affected[:MAX_VALUES]
