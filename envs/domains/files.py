@@ -34,8 +34,10 @@ world's ``files`` section) checks the raw string with ``startswith(workspace)`` 
 
 from __future__ import annotations
 
+import copy
 import errno
 import hashlib
+import json
 import os
 import posixpath
 import shutil
@@ -754,14 +756,24 @@ class FilesStub(_Files):
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
-        self.fs = FakeFilesystem(path_separator="/")
-        self.fs.umask = 0o022
-        self.os = FakeOsModule(self.fs)
-        self.open = FakeFileOpen(self.fs)
         # What the spec gives no owner belongs to the first declared principal, as in the real world.
         self._default_ids = self._default_owner() or (os.geteuid(), os.getegid())
+        key = _template_key(spec, env.principals, self._default_ids)
+        template = _TEMPLATES.get(key) if key is not None else None
+        if template is not None:  # a copy of the same tree, laid out before: ~7x cheaper than laying it out
+            self._use(_copy_filesystem(template))
+            return
+        self._use(FakeFilesystem(path_separator="/"))
+        self.fs.umask = 0o022
         with _fake_superuser():
             self._populate()
+        if key is not None:
+            _TEMPLATES.put(key, _copy_filesystem(self.fs))
+
+    def _use(self, fs: FakeFilesystem) -> None:
+        self.fs = fs
+        self.os = FakeOsModule(self.fs)
+        self.open = FakeFileOpen(self.fs)
 
     def invoke(self, call: Call) -> Any:
         with _fake_superuser():
@@ -936,6 +948,47 @@ class FilesStub(_Files):
 
     def view(self) -> dict[str, Any]:
         return file_view(self._values())
+
+
+class _Templates:
+    """The freshly laid-out fake filesystems of the last few world specs, to copy for the next world of
+    the same spec (a batch opens one per run)."""
+
+    def __init__(self, size: int = 16):
+        self.size = size
+        self._trees: dict[str, FakeFilesystem] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> FakeFilesystem | None:
+        with self._lock:
+            tree = self._trees.pop(key, None)
+            if tree is not None:
+                self._trees[key] = tree  # most recently used last
+            return tree
+
+    def put(self, key: str, tree: FakeFilesystem) -> None:
+        with self._lock:
+            self._trees[key] = tree
+            while len(self._trees) > self.size:
+                del self._trees[next(iter(self._trees))]
+
+
+_TEMPLATES = _Templates()
+
+
+def _template_key(spec: Mapping[str, Any], principals: Mapping[str, Any], default_ids: tuple[int, int]) -> str | None:
+    """What a stub tree is laid out from: the section, the principals (owners by name) and the default
+    owner (None: not plain JSON, so never shared)."""
+    try:
+        return json.dumps([spec, principals, list(default_ids)], sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
+
+def _copy_filesystem(fs: FakeFilesystem) -> FakeFilesystem:
+    """A deep copy of a fake filesystem, sharing only its wrappers of this process's standard streams."""
+    shared = {id(stream): stream for entry in fs.open_files if entry for stream in entry}
+    return copy.deepcopy(fs, shared)
 
 
 def _fake_value(obj: FakeFile) -> dict[str, Any]:
