@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import gc
 import re
 from contextlib import contextmanager
@@ -124,6 +125,16 @@ def _string_pieces(text: str, transform: str = "") -> Iterator[tuple[str, int, i
                 yield from _string_pieces(decoded, "base64")
 
 
+_MAX_CACHED = 4096  # longer strings are split afresh each time rather than kept
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
+    """:func:`_string_pieces` of a string, remembered: a batch meets the same paths, ids and outputs
+    in run after run."""
+    return tuple(_string_pieces(text))
+
+
 def _raw_tokens(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iterator[tuple[str, str, int, int, str, bool]]:
     """(path, token, start, end, transform, whole) for every piece of a JSON value (or of its ``leaves``,
     when the caller walked it already); tuples, not :class:`Piece`, because this is the hot path of
@@ -131,7 +142,7 @@ def _raw_tokens(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iter
     for path, leaf in _leaves(value) if leaves is None else leaves:
         if isinstance(leaf, str):
             size = len(leaf)
-            for token, start, end, transform in _string_pieces(leaf):
+            for token, start, end, transform in (_pieces(leaf) if size <= _MAX_CACHED else _string_pieces(leaf)):
                 yield path, token, start, end, transform, not transform and start == 0 and end == size
         elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
             if isinstance(leaf, float) and leaf.is_integer():
