@@ -42,14 +42,34 @@ def kind(value: Any) -> str:
 
 
 class Doc:
-    """A value read from ``file`` at ``path``; accessors check types and fail with the path."""
+    """A value read from ``file`` at ``path``; accessors check types and fail with the path.
 
-    __slots__ = ("value", "file", "path")
+    A child's path is spelled out only when something asks for it (a failure, mostly): reading a log
+    visits every value once, and most never need theirs.
+    """
+
+    __slots__ = ("value", "file", "_path", "_parent", "_key")
 
     def __init__(self, value: Any, file: str, path: str = ROOT):
         self.value = value
         self.file = file
-        self.path = path
+        self._path: str | None = path
+        self._parent: Doc | None = None
+        self._key: Any = None
+
+    @property
+    def path(self) -> str:
+        if self._path is None:
+            assert self._parent is not None
+            self._path = self._parent._child(self._key)
+            self._parent = None
+        return self._path
+
+    def _at(self, key: Any, value: Any) -> Doc:
+        """The child ``value`` found under ``key``, its path left to be spelled out on demand."""
+        child = Doc(value, self.file)
+        child._path, child._parent, child._key = None, self, key
+        return child
 
     def fail(self, message: str, field: str | None = None) -> NoReturn:
         raise AdapterError(self.file, one_line(field or self.path), one_line(message))
@@ -92,22 +112,22 @@ class Doc:
         data = self.as_dict()
         if key not in data:
             self.fail(f"missing required field {key!r}", self._child(key))
-        return Doc(data[key], self.file, self._child(key))
+        return self._at(key, data[key])
 
     def opt(self, key: str) -> Doc | None:
         """The value at ``key``, or None when it is absent or null."""
         data = self.as_dict()
         if data.get(key) is None:
             return None
-        return Doc(data[key], self.file, self._child(key))
+        return self._at(key, data[key])
 
     def elements(self) -> Iterator[Doc]:
         for index, value in enumerate(self.as_list()):
-            yield Doc(value, self.file, self._child(index))
+            yield self._at(index, value)
 
     def entries(self) -> Iterator[tuple[str, Doc]]:
         for key, value in self.as_dict().items():
-            yield key, Doc(value, self.file, self._child(key))
+            yield key, self._at(key, value)
 
     # -- scalars ---------------------------------------------------------------------------------
 
