@@ -3,13 +3,16 @@ runtimes side by side: wall time, CPU seconds per run and cores kept busy; and t
 LocalCluster against the local process pool.
 
     python benchmarks/revalidate_corpus.py [--rounds 3] [--jobs 2] [--reports flagged] [--no-dask]
+                                           [--against PYTHON]
 
 Each round runs ``litmus-replay revalidate corpus/runs --worlds corpus/worlds --out OUT --runtime R``
 as a whole process (interpreter start, discovery, worker processes, sandboxes, results, summary, pages
 and index all counted) into an empty output directory, the runtimes taking turns so that both see the
 same load; the figure is the median round. CPU is the process's and all its waited-for descendants'
 (workers, sandboxes and their env servers) user + system time; cores busy is CPU over wall time.
-The machine's load average is printed with every figure, since other work on it slows both columns.
+The machine's load average is printed with every figure, since other work on it slows both columns;
+``--against PYTHON`` adds, in the same rounds, the rows of another installation (an interpreter whose
+``litmus_replay`` is an earlier version), so the two compare under the same load.
 Goal: at most 5 s with the sandbox on two cores, at most 3.5 s in-process.
 """
 
@@ -34,10 +37,10 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def run_once(out: Path, runtime: str, jobs: int, reports: str) -> tuple[float, float]:
+def run_once(out: Path, runtime: str, jobs: int, reports: str, python: str = sys.executable) -> tuple[float, float]:
     """Wall and CPU seconds of one whole ``revalidate`` process."""
     shutil.rmtree(out, ignore_errors=True)
-    command = [sys.executable, "-m", "litmus_replay.replay", "revalidate", str(CORPUS / "runs"), "--worlds",
+    command = [python, "-m", "litmus_replay.replay", "revalidate", str(CORPUS / "runs"), "--worlds",
                str(CORPUS / "worlds"), "--out", str(out), "--runtime", runtime, "--jobs", str(jobs),
                "--reports", reports]
     started = time.perf_counter()
@@ -62,28 +65,37 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--reports", default="flagged", choices=("all", "flagged", "none"))
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--against", metavar="PYTHON", help="also time the litmus_replay this interpreter imports")
     args = parser.parse_args()
-    print(f"# revalidate_corpus.py --rounds {args.rounds} --jobs {args.jobs} --reports {args.reports}")
+    print(f"# revalidate_corpus.py --rounds {args.rounds} --jobs {args.jobs} --reports {args.reports}"
+          + (f" --against {args.against}" if args.against else ""))
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; corpus: "
           f"{CORPUS.name}/ (1,200 inspect runs); whole processes, runtimes alternating, median of {args.rounds}")
-    rows: dict[str, list[tuple[float, float, str]]] = {runtime: [] for runtime in RUNTIMES}
+    pythons = {"": sys.executable, **({" (against)": args.against} if args.against else {})}
+    labels = [(f"{runtime}{tag}", runtime, python) for tag, python in pythons.items() for runtime in RUNTIMES]
+    rows: dict[str, list[tuple[float, float, str]]] = {label: [] for label, _, _ in labels}
     with tempfile.TemporaryDirectory() as tmp:
         runs = 0
         for _ in range(args.rounds):
-            for runtime in RUNTIMES:
+            for label, runtime, python in labels:
                 before = load()
-                wall, cpu = run_once(Path(tmp) / runtime, runtime, args.jobs, args.reports)
-                rows[runtime].append((wall, cpu, before))
+                wall, cpu = run_once(Path(tmp) / runtime, runtime, args.jobs, args.reports, python)
+                rows[label].append((wall, cpu, before))
                 runs = runs_in(Path(tmp) / runtime)
-        print(f"{'runtime':10} {'wall s':>7} {'runs/s':>7} {'CPU s':>6} {'CPU ms/run':>10} {'cores busy':>10}  "
+        print(f"{'runtime':20} {'wall s':>7} {'runs/s':>7} {'CPU s':>6} {'CPU ms/run':>10} {'cores busy':>10}  "
               f"load average before each round (1, 5, 15 min)")
-        for runtime in RUNTIMES:
-            wall, cpu, _ = sorted(rows[runtime])[len(rows[runtime]) // 2]
-            loads = "; ".join(entry[2] for entry in rows[runtime])
-            print(f"{runtime:10} {wall:7.2f} {runs / wall:7.0f} {cpu:6.2f} {1000 * cpu / runs:10.2f} "
+        for label, _, _ in labels:
+            wall, cpu, _ = sorted(rows[label])[len(rows[label]) // 2]
+            loads = "; ".join(entry[2] for entry in rows[label])
+            print(f"{label:20} {wall:7.2f} {runs / wall:7.0f} {cpu:6.2f} {1000 * cpu / runs:10.2f} "
                   f"{cpu / wall:10.2f}  {loads}")
-        ratio = statistics.median(s[0] for s in rows["sandbox"]) / statistics.median(i[0] for i in rows["inprocess"])
-        print(f"{runs} runs; sandbox / inprocess wall: {ratio:.2f}x")
+
+        def median_wall(label: str) -> float:
+            return statistics.median(entry[0] for entry in rows[label])
+
+        print(f"{runs} runs; sandbox / inprocess wall: {median_wall('sandbox') / median_wall('inprocess'):.2f}x"
+              + "".join(f"; {runtime} against / this: {median_wall(runtime + ' (against)') / median_wall(runtime):.2f}x"
+                        for runtime in RUNTIMES if args.against))
         if not args.no_dask:
             dask_overhead(Path(tmp), args.jobs)
 
