@@ -81,11 +81,13 @@ class ValueCache:
     def __init__(self) -> None:
         self._known: dict[str, tuple[str, Any]] = {}
 
-    def refresh(self, source: ValueSource, snapshot: Mapping[str, str]) -> None:
-        """Learn the values of the resources whose digest differs from the one last seen."""
-        stale = [key for key, digest in snapshot.items() if self._known.get(key, ("",))[0] != digest][:MAX_REFRESH]
+    def refresh(self, source: ValueSource, snapshot: Mapping[str, str]) -> bool:
+        """Learn the values of the resources whose digest differs from the one last seen; False when
+        there were more than :data:`MAX_REFRESH` and some are still to learn."""
+        stale = [key for key, digest in snapshot.items() if self._known.get(key, ("",))[0] != digest]
         if stale:
-            self._store(source.values(stale), stale, snapshot)
+            self._store(source.values(stale[:MAX_REFRESH]), stale[:MAX_REFRESH], snapshot)
+        return len(stale) <= MAX_REFRESH
 
     def known(self, snapshot: Mapping[str, str], keys: Iterable[str]) -> dict[str, Any]:
         """The values of ``keys`` as they were when the world held ``snapshot``, where known."""

@@ -156,7 +156,8 @@ class World:
         # A domain's state changes only in its own calls, unless a domain that is not contained (a shell)
         # may reach into it: then each call reads its domain's state afresh.
         self._reuse_snapshots = all(cls.declaration.contained for cls in classes.values())
-        self._last: tuple[str, dict[str, str]] | None = None  # the last call's domain and its state after
+        # the last call's domain, its state after, and whether every value of that state is known
+        self._last: tuple[str, dict[str, str], bool] | None = None
         self._clock = 0.0
         try:
             for name in named:
@@ -218,8 +219,12 @@ class World:
             at=self._clock,
             recorded=request.get("recorded"),
         )
-        before = last[1] if last is not None and last[0] == name else domain.snapshot()
-        self._values.refresh(domain, before)
+        if last is not None and last[0] == name and last[2]:
+            # the state the last call left, whose every value is known: its refresh and update saw to it
+            before, known = last[1], True
+        else:
+            before = last[1] if last is not None and last[0] == name else domain.snapshot()
+            known = self._values.refresh(domain, before)
         output: Any = None
         status, error_code, error, resolved = "ok", None, None, True
         try:
@@ -239,9 +244,9 @@ class World:
         except Exception as exc:  # a domain's bug is not the environment's answer: no outcome, one line
             raise DomainFault(domain.name, tool_name, exc) from exc
         after = domain.snapshot()
-        if self._reuse_snapshots:
-            self._last = (name, after)
         effects = Effects.between(before, after)
+        if self._reuse_snapshots:  # values are learnt below for at most MAX_VALUES of what the call touched
+            self._last = (name, after, known and len(effects.affected) <= MAX_VALUES)
         if not effects.empty:
             touched = effects.affected[:MAX_VALUES]
             effects = effects.with_values(self._values.known(before, touched), self._values.update(domain, after, touched))

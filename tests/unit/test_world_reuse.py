@@ -67,3 +67,16 @@ def test_a_copied_stub_tree_is_the_tree_laid_out_and_the_worlds_stay_apart():
     renamed = {**SPEC, "principals": {"alice": {"uid": 20001}, "bob": {}}}  # another owner: another tree
     with World(renamed, "stub") as world, World(SPEC, "stub") as original:
         assert world.snapshot() != original.snapshot()
+
+
+def test_values_of_a_call_touching_more_than_effects_carry_are_learnt_again():
+    spec = {"principals": ["alice"],
+            "files": {"tree": {f"/workspace/d/f{i:03}.txt": str(i) for i in range(300)}}}
+    calls = [(("move_path", {"src": "/workspace/d", "dst": "/workspace/e"}), "alice"),
+             (("write_file", {"path": "/workspace/e/f299.txt", "content": "changed"}), "alice")]
+    for semantics in ("stub", "real"):
+        with World(spec, semantics) as reusing, World(spec, semantics) as reading:
+            reading._reuse_snapshots = False
+            got = _outcomes(reusing, calls)
+            assert got == _outcomes(reading, calls)
+            assert got[1]["effects"]["values"]["files:/workspace/e/f299.txt"]["before"] is not None
