@@ -6,6 +6,7 @@ with ``select``, so a hung server costs at most the call's timeout, never a hung
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import time
@@ -17,8 +18,9 @@ from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode
 from .interface import WorldHandle
 
 DEFAULT_TIMEOUT = 30.0
-# Requests sent ahead of their replies stay within a pipe's capacity (64 KiB on Linux), so a write never
-# blocks on a server that is itself blocked writing replies nobody reads yet.
+# Requests sent ahead of their replies stay within what the pipe to the server holds (64 KiB by default
+# on Linux, as little as a page for a user over its pipe quota), so a write never blocks on a server that
+# is itself blocked writing replies nobody reads yet.
 PIPELINE_BYTES = 48 * 1024
 PIPELINE_DEPTH = 64
 GONE = "the env server is gone (an earlier call failed)"
@@ -54,6 +56,7 @@ class EnvClient:
         self._buffer = b""
         self._next_id = 0
         self.broken = False
+        self.window = _window(write_fd)
 
     def request(self, op: str, timeout: float | None = None, **fields: Any) -> Any:
         if self.broken:
@@ -89,7 +92,7 @@ class EnvClient:
                     except MessageTooLarge as exc:
                         waiting.append(exc)
                         continue
-                if sent and (in_flight + len(ahead[1]) > PIPELINE_BYTES or sent >= PIPELINE_DEPTH):
+                if sent and (in_flight + len(ahead[1]) > self.window or sent >= PIPELINE_DEPTH):
                     break
                 try:
                     self._send(ahead[1])
@@ -182,6 +185,17 @@ class EnvClient:
         if info.get("protocol") != PROTOCOL_VERSION:
             raise ServerError("ProtocolMismatch", f"env server speaks protocol {info.get('protocol')}, this host {PROTOCOL_VERSION}")
         return info
+
+
+def _window(fd: int) -> int:
+    """The bytes of requests that may wait unread in ``fd``: less than a pipe's capacity."""
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):  # not Linux: pipes hold their default
+        return PIPELINE_BYTES
+    try:
+        capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    except OSError:  # not a pipe (a socket buffers more than the window)
+        return PIPELINE_BYTES
+    return min(PIPELINE_BYTES, capacity * 3 // 4)
 
 
 class ServerWorld(WorldHandle):

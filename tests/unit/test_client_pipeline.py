@@ -3,8 +3,10 @@ time, errors in their places; a server lost part way fails every later request, 
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -107,3 +109,21 @@ def test_a_server_lost_part_way_fails_every_later_request():
     assert client.broken
     with pytest.raises(ServerGone):
         client.request("snapshot")
+
+
+def test_a_pipe_that_holds_one_page_never_blocks_both_ends():
+    proc, client = _server()
+    fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 4096)  # what a user over its pipe quota gets
+    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
+    requests = _calls(10)
+    answers: list = []
+    worker = threading.Thread(target=lambda: answers.extend(client.pipeline("call", ({"request": r} for r in requests))))
+    try:
+        client.request("load", spec=SPEC, semantics="stub")
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "the client and the server blocked each other"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(answers) == len(requests)
