@@ -123,7 +123,8 @@ class Engine:
 
     def labelled(self, **labels: str) -> list[Any]:
         wanted = [f"{k}={v}" if v else k for k, v in labels.items()]
-        return self.client.containers.list(all=True, filters={"label": wanted})
+        # a container removed between the listing and its inspection (another process reaping) is gone anyway
+        return self.client.containers.list(all=True, filters={"label": wanted}, ignore_removed=True)
 
     def remove(self, container_id: str) -> None:
         from docker.errors import APIError, NotFound
