@@ -16,12 +16,14 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import pytest
-
 from litmus_replay.envs import WorldSpecError
+from litmus_replay.envs.interface import WorldHandle
 from litmus_replay.envs.principal_ids import ROOT_STAND_IN
+from litmus_replay.envs.world import scratch_dir
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.scenario import load_scenario
 
@@ -86,20 +88,23 @@ def test_a_world_declaring_the_stand_in_is_refused_in_one_line(runtime):
 
 
 def _setuid_files() -> list[str]:
-    """Setuid or setgid files under every directory the runtimes make on the host (and the temp dir's top)."""
+    """Setuid or setgid files under every directory the runtimes make on the host (the temporary
+    directory's and the memory filesystem's ``litmus-*``), and at those directories' tops."""
     found = []
-    tmp = Path(tempfile.gettempdir())
-    tops = [p for p in tmp.iterdir() if p.name.startswith("litmus-")] + [tmp]
-    for top in tops:
-        walk = os.walk(top) if top != tmp else [(str(tmp), [], [p.name for p in tmp.iterdir()])]
-        for directory, _, names in walk:
-            for name in names:
-                try:
-                    st = os.lstat(os.path.join(directory, name))
-                except OSError:
-                    continue
-                if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
-                    found.append(os.path.join(directory, name))
+    bases = {Path(tempfile.gettempdir()), *([Path(scratch_dir())] if scratch_dir() else [])}
+    walks = [(str(base), [], [p.name for p in base.iterdir()]) for base in bases]
+    for base in bases:
+        for top in base.iterdir():
+            if top.name.startswith("litmus-"):
+                walks += list(os.walk(top))
+    for directory, _, names in walks:
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                found.append(os.path.join(directory, name))
     return sorted(found)
 
 
@@ -123,6 +128,7 @@ class _Scanning:
                 self.found += _setuid_files()
 
         handle.call = call
+        handle.call_each = partial(WorldHandle.call_each, handle)  # one call at a time, each through ``call``
         return handle
 
 
