@@ -69,7 +69,31 @@ def _atom(expression: str) -> frozenset[str] | None:
 
 def _split(expression: str, operator: str) -> list[str]:
     """``expression`` cut at ``operator`` outside brackets and strings; a ternary at the top refuses."""
-    parts, depth, start, i = [], 0, 0, 0
+    parts, start = [], 0
+    for i, ch, depth in _scan(expression):
+        if i < start or depth:
+            continue
+        if ch == "?":
+            raise _Unreadable
+        if expression.startswith(operator, i):
+            parts.append(expression[start:i].strip())
+            start = i + len(operator)
+    parts.append(expression[start:].strip())
+    return parts
+
+
+def _closing(expression: str, opening: int) -> int:
+    """Where the bracket opened at ``opening`` closes."""
+    for i, ch, depth in _scan(expression, opening):
+        if depth == 0 and ch in ")]}":
+            return i
+    raise _Unreadable
+
+
+def _scan(expression: str, start: int = 0):
+    """Each character from ``start`` outside string literals, with the bracket depth after it; brackets
+    that close more than they opened, or leave some open, are unreadable."""
+    depth, i = 0, start
     while i < len(expression):
         ch = expression[i]
         if ch in "'\"":
@@ -81,36 +105,10 @@ def _split(expression: str, operator: str) -> list[str]:
             depth -= 1
             if depth < 0:
                 raise _Unreadable
-        elif depth == 0 and ch == "?":
-            raise _Unreadable
-        elif depth == 0 and expression.startswith(operator, i):
-            parts.append(expression[start:i].strip())
-            i += len(operator)
-            start = i
-            continue
+        yield i, ch, depth
         i += 1
     if depth != 0:
         raise _Unreadable
-    parts.append(expression[start:].strip())
-    return parts
-
-
-def _closing(expression: str, opening: int) -> int:
-    """Where the bracket opened at ``opening`` closes."""
-    depth, i = 0, opening
-    while i < len(expression):
-        ch = expression[i]
-        if ch in "'\"":
-            i = _string_end(expression, i)
-            continue
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise _Unreadable
 
 
 def _string_end(expression: str, start: int) -> int:
