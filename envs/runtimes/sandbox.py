@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -357,21 +356,31 @@ class _Sandbox:
         self._stderr.close()
 
     def kill(self) -> None:
-        """SIGKILL the launcher (bwrap, or the native monitor): the namespace's pid 1 dies with it, and with
-        pid 1 every process in the namespace. Returns once pid 1 is gone (the kernel lets pid 1 finish
-        exiting only after every other process of its namespace has)."""
+        """SIGKILL the launcher (bwrap, or the native monitor) and the namespace's pid 1, whose death takes
+        every process in the namespace with it. Returns once pid 1 is gone (the kernel lets pid 1 finish
+        exiting only after every other process of its namespace has).
+
+        Pid 1 is signalled itself, not only through its parent-death signal: the kernel clears that signal
+        whenever the server changes its effective or filesystem ids, which it does to act as a principal."""
         if self.client is not None:
             self.client.broken = True
         process = self.process
         if process is not None:
-            inner = self.host_pids()[1:2]  # the namespace's pid 1
+            inner = _pidfd(self.host_pids()[1:2])  # while the launcher lives, nobody else can reap pid 1
             if process.poll() is None:
                 try:
                     os.kill(process.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             process.wait()
-            _wait_gone(inner, deadline=time.monotonic() + 5.0)
+            if inner is not None:
+                try:
+                    signal.pidfd_send_signal(inner, signal.SIGKILL)
+                    select.select([inner], [], [], 5.0)  # readable once it has exited
+                except OSError:  # gone already, or not ours to signal: its parent-death signal ends it
+                    pass
+                finally:
+                    os.close(inner)
             for stream in (process.stdin, process.stdout):
                 if stream is not None:
                     try:
@@ -518,18 +527,12 @@ def server_args(shared_uid: bool) -> tuple[str, ...]:
     return tuple("--shared-uid" if a == "--switch-uid" and shared_uid else a for a in SERVER_ARGS)
 
 
-def _wait_gone(pids: list[int], deadline: float) -> None:
-    """Poll until each process has exited (gone, or a zombie awaiting its reaper)."""
-    for pid in pids:
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat") as handle:
-                    state = handle.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                break
-            if state in ("Z", "X"):
-                break
-            time.sleep(0.001)
+def _pidfd(pids: list[int]) -> int | None:
+    """A pidfd for the first of these processes (none if it has gone)."""
+    try:
+        return os.pidfd_open(pids[0]) if pids else None
+    except OSError:
+        return None
 
 
 def _remove_dir(path: str) -> None:

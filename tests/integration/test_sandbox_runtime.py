@@ -141,6 +141,24 @@ def test_closing_kills_the_whole_process_tree(sandbox):
         runtime.close()
 
 
+def test_stopping_a_sandbox_ends_its_server_even_after_the_server_acted_as_a_principal(sandbox):
+    """Acting as a principal changes the server's ids, and with them the kernel drops the parent-death
+    signal that would end it with its launcher: stopping the sandbox must end the server itself."""
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        handle = runtime.open_world(WORLD, "real")
+        for principal in ("bob", "alice"):
+            handle.call({"tool": "read_file", "params": {"path": "/home/bob/secret"}, "principal": principal})
+        server = _server_pid(handle)
+        host = handle.sandbox
+        handle.close()
+        runtime.close()
+        assert host.process is not None and host.process.returncode is not None
+        assert _gone(server, timeout=0.0), "the server outlived the sandbox's stop"
+    finally:
+        runtime.close()
+
+
 def test_a_clean_world_leaves_its_sandbox_for_the_next_and_a_shell_world_does_not(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
     try:
@@ -251,7 +269,7 @@ def test_unavailable_without_bwrap_when_bwrap_is_asked_for(monkeypatch):
 def _gone(pid: int, timeout: float = 5.0) -> bool:
     """Whether a host process has exited (it may linger as a zombie until its reaper collects it)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
             with open(f"/proc/{pid}/stat") as handle:
                 state = handle.read().rsplit(")", 1)[1].split()[0]
@@ -259,5 +277,6 @@ def _gone(pid: int, timeout: float = 5.0) -> bool:
             return True
         if state in ("Z", "X"):
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.01)
-    return False
