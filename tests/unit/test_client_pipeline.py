@@ -34,10 +34,16 @@ def _calls(count: int) -> list[dict]:
     return calls
 
 
-def _server() -> tuple[subprocess.Popen, EnvClient]:
-    proc = subprocess.Popen([sys.executable, "-m", "litmus_replay.envs.server", "--stdio"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    return proc, EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
+@pytest.fixture()
+def server(env_server):
+    """A started env server and its client; the fixture ends the server with end of input, so it removes
+    the world directory it made (a killed one cannot)."""
+
+    def start() -> tuple[subprocess.Popen, EnvClient]:
+        proc = env_server()
+        return proc, EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
+
+    return start
 
 
 def _answers(outcomes) -> list:
@@ -55,38 +61,30 @@ def _one_at_a_time(client: EnvClient, requests: list[dict]) -> list:
 
 
 @pytest.mark.parametrize("semantics", ["stub", "real"])
-def test_pipelined_answers_equal_one_at_a_time(semantics):
+def test_pipelined_answers_equal_one_at_a_time(server, semantics):
     requests = _calls(40)
     answers = []
     for pipelined in (False, True):
-        proc, client = _server()
-        try:
-            client.request("load", spec=SPEC, semantics=semantics)
-            if pipelined:
-                answers.append(_answers(client.pipeline("call", ({"request": r} for r in requests))))
-            else:
-                answers.append(_one_at_a_time(client, requests))
-            assert client.request("snapshot")["state"]  # still in step afterwards
-        finally:
-            proc.kill()
-            proc.wait()
+        _, client = server()
+        client.request("load", spec=SPEC, semantics=semantics)
+        if pipelined:
+            answers.append(_answers(client.pipeline("call", ({"request": r} for r in requests))))
+        else:
+            answers.append(_one_at_a_time(client, requests))
+        assert client.request("snapshot")["state"]  # still in step afterwards
     assert answers[0] == answers[1]
     assert len(answers[1]) == len(requests)
     assert sum(1 for answer in answers[1] if isinstance(answer, tuple) and "UnknownTool" in answer[2]) == 40
 
 
-def test_a_request_too_large_is_refused_in_its_place_and_the_rest_go_on(monkeypatch):
+def test_a_request_too_large_is_refused_in_its_place_and_the_rest_go_on(server, monkeypatch):
     monkeypatch.setattr(client_module, "MAX_MESSAGE", 4000)
-    proc, client = _server()
-    try:
-        client.request("load", spec=SPEC, semantics="stub")
-        requests = [{"tool": "read_file", "params": {"path": "/workspace/a.txt"}, "principal": "alice"},
-                    {"tool": "write_file", "params": {"path": "/workspace/b", "content": "y" * 5000}, "principal": "alice"},
-                    {"tool": "read_file", "params": {"path": "/workspace/a.txt"}, "principal": "bob"}]
-        first, refused, last = client.pipeline("call", ({"request": r} for r in requests))
-    finally:
-        proc.kill()
-        proc.wait()
+    _, client = server()
+    client.request("load", spec=SPEC, semantics="stub")
+    requests = [{"tool": "read_file", "params": {"path": "/workspace/a.txt"}, "principal": "alice"},
+                {"tool": "write_file", "params": {"path": "/workspace/b", "content": "y" * 5000}, "principal": "alice"},
+                {"tool": "read_file", "params": {"path": "/workspace/a.txt"}, "principal": "bob"}]
+    first, refused, last = client.pipeline("call", ({"request": r} for r in requests))
     assert first["output"] == "hello" and last["output"] == "hello"
     assert isinstance(refused, MessageTooLarge)
 
@@ -111,19 +109,19 @@ def test_a_server_lost_part_way_fails_every_later_request():
         client.request("snapshot")
 
 
-def test_a_pipe_that_holds_one_page_never_blocks_both_ends():
-    proc, client = _server()
+def test_a_pipe_that_holds_one_page_never_blocks_both_ends(server):
+    proc, _ = server()
     fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 4096)  # what a user over its pipe quota gets
     client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
     requests = _calls(10)
     answers: list = []
-    worker = threading.Thread(target=lambda: answers.extend(client.pipeline("call", ({"request": r} for r in requests))))
-    try:
-        client.request("load", spec=SPEC, semantics="stub")
-        worker.start()
-        worker.join(60)
-        assert not worker.is_alive(), "the client and the server blocked each other"
-    finally:
-        proc.kill()
-        proc.wait()
+    worker = threading.Thread(target=lambda: answers.extend(client.pipeline("call", ({"request": r} for r in requests))),
+                              daemon=True)
+    client.request("load", spec=SPEC, semantics="stub")
+    worker.start()
+    worker.join(60)
+    blocked = worker.is_alive()
+    if blocked:
+        proc.kill()  # a server blocked on its pipe would never read the end of its input
+    assert not blocked, "the client and the server blocked each other"
     assert len(answers) == len(requests)
