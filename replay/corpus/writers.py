@@ -9,8 +9,10 @@
   100 samples a log; each sample's ``metadata`` carries ``task``, ``principal`` and
   ``ambient_session``, and its scorer's value is the verdict.
 
-Every writer is deterministic: no clocks, fixed ZIP timestamps, keys in a fixed order. Each returns, per
-run, the trajectory id the format's adapter will give it and the file it is in.
+Every writer is deterministic: no clocks, fixed ZIP timestamps, keys in a fixed order. A writer is
+handed one batch of :data:`PER_FILE` runs at a time, with the batch's number, and writes it at once, so
+a corpus is written as it is generated; it returns, per run, the trajectory id the format's adapter will
+give it and the file it is in.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator
 
 from litmus_replay.replay.errors import UnknownName
 from litmus_replay.replay.model import RecordedResult, Trajectory, dump_jsonl
@@ -41,11 +44,14 @@ class Placed:
     file: str
 
 
-Writer = Callable[[list[PlannedRun], Path], dict[str, Placed]]
+Writer = Callable[[list[PlannedRun], int, Path], dict[str, Placed]]  # (batch, its number from 1, runs dir)
 
 
-def _chunks(runs: list[PlannedRun]) -> list[list[PlannedRun]]:
-    return [runs[i : i + PER_FILE] for i in range(0, len(runs), PER_FILE)]
+def batches(runs: Iterable[PlannedRun], size: int = PER_FILE) -> Iterator[list[PlannedRun]]:
+    """The runs in lists of ``size`` (the last may be shorter), each taken from ``runs`` only when asked for."""
+    runs = iter(runs)
+    while batch := list(islice(runs, size)):
+        yield batch
 
 
 def _dump(value: Any) -> str:
@@ -71,13 +77,10 @@ def _metadata(trajectory: Trajectory) -> dict[str, str]:
 # -- native -----------------------------------------------------------------------------------------
 
 
-def write_native(runs: list[PlannedRun], runs_dir: Path) -> dict[str, Placed]:
-    placed = {}
-    for number, chunk in enumerate(_chunks(runs), start=1):
-        name = f"runs-{number:04d}.jsonl"
-        dump_jsonl([run.trajectory for run in chunk], runs_dir / name)
-        placed.update({run.id: Placed(run.id, f"runs/{name}") for run in chunk})
-    return placed
+def write_native(batch: list[PlannedRun], number: int, runs_dir: Path) -> dict[str, Placed]:
+    name = f"runs-{number:04d}.jsonl"
+    dump_jsonl([run.trajectory for run in batch], runs_dir / name)
+    return {run.id: Placed(run.id, f"runs/{name}") for run in batch}
 
 
 # -- openai-chat ------------------------------------------------------------------------------------
@@ -108,9 +111,9 @@ def chat_request(run: PlannedRun) -> dict[str, Any]:
             "tools": [tools[name] for name in sorted(tools)]}
 
 
-def write_openai_chat(runs: list[PlannedRun], runs_dir: Path) -> dict[str, Placed]:
+def write_openai_chat(batch: list[PlannedRun], number: int, runs_dir: Path) -> dict[str, Placed]:
     placed = {}
-    for run in runs:
+    for run in batch:
         name = f"{run.id}.json"
         (runs_dir / name).write_text(json.dumps(chat_request(run), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         placed[run.id] = Placed(run.id, f"runs/{name}")  # a plain request body's trajectory is named after its file
@@ -197,18 +200,15 @@ def _zip_member(archive: zipfile.ZipFile, name: str, value: Any) -> None:
     archive.writestr(info, _dump(value))
 
 
-def write_inspect(runs: list[PlannedRun], runs_dir: Path) -> dict[str, Placed]:
-    placed = {}
-    for number, chunk in enumerate(_chunks(runs), start=1):
-        name = f"corpus-{number:04d}.eval"
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w") as archive:
-            _zip_member(archive, "header.json", _header(chunk))
-            for run in chunk:
-                _zip_member(archive, f"samples/{run.id}_epoch_1.json", inspect_sample(run))
-        (runs_dir / name).write_bytes(buffer.getvalue())
-        placed.update({run.id: Placed(f"{run.id}_epoch_1", f"runs/{name}") for run in chunk})  # inspect's sample naming
-    return placed
+def write_inspect(batch: list[PlannedRun], number: int, runs_dir: Path) -> dict[str, Placed]:
+    name = f"corpus-{number:04d}.eval"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        _zip_member(archive, "header.json", _header(batch))
+        for run in batch:
+            _zip_member(archive, f"samples/{run.id}_epoch_1.json", inspect_sample(run))
+    (runs_dir / name).write_bytes(buffer.getvalue())
+    return {run.id: Placed(f"{run.id}_epoch_1", f"runs/{name}") for run in batch}  # inspect's sample naming
 
 
 WRITERS: dict[str, Writer] = {"native": write_native, "openai-chat": write_openai_chat, "inspect": write_inspect}

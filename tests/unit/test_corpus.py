@@ -9,6 +9,8 @@ the re-validation finds. Also here: the adapter mapping the corpus relies on (Ch
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -18,7 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from litmus_replay.adapters import DEFAULT_PRINCIPAL, detect_format, load_trajectories
-from litmus_replay.replay.corpus import FORMATS, TEMPLATES, CorpusError, CorpusManifest, generate_corpus, plan_corpus, planted_counts, write_corpus
+from litmus_replay.replay.corpus import (FORMATS, TEMPLATES, CorpusError, CorpusManifest, PlantedRun, generate_corpus,
+                                         plan_corpus, planted_counts, write_corpus)
+from litmus_replay.replay.corpus.manifest import ManifestWriter
 from litmus_replay.replay.corpus.generator import Category, plan_run, record
 from litmus_replay.replay.corpus.tasks import corpus_worlds
 from litmus_replay.replay.engine import Replayer
@@ -33,7 +37,11 @@ N, SEED = 120, 11
 @pytest.fixture(scope="module", params=FORMATS)
 def corpus(request, tmp_path_factory) -> tuple[str, Path, CorpusManifest]:
     out = tmp_path_factory.mktemp(request.param) / "corpus"
-    return request.param, out, generate_corpus(N, SEED, request.param, out)
+    summary = generate_corpus(N, SEED, request.param, out)
+    manifest = CorpusManifest.read(out / "manifest.json")
+    assert (summary.over_penalised, summary.under_penalised, summary.counts) == (
+        manifest.over_penalised, manifest.under_penalised, manifest.counts())
+    return request.param, out, manifest
 
 
 def read_back(out: Path) -> list[Trajectory]:
@@ -85,10 +93,11 @@ def test_each_runs_file_is_recognised_as_the_written_format(corpus):
     assert {detect_format(path) for path in files} == {fmt}
 
 
-def test_worlds_serve_every_task_and_the_manifest_reads_back(corpus):
+def test_worlds_serve_every_task_and_the_manifest_reads_back(corpus, tmp_path):
     fmt, out, manifest = corpus
     assert {run.task for run in manifest.runs.values()} <= set(load_worlds(out / "worlds"))
-    assert CorpusManifest.read(out / "manifest.json").to_dict() == manifest.to_dict()
+    manifest.write(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == (out / "manifest.json").read_bytes()
     data = json.loads((out / "manifest.json").read_text())
     assert data["over_penalised"] == manifest.over_penalised and data["counts"]["calls"] == sum(r.calls for r in manifest.runs.values())
 
@@ -179,6 +188,53 @@ def test_every_template_gives_its_class_for_any_seed(category, seed):
     decisive = [] if run.expected_class.value == "confirmed_safe" else [run.expected_class.value]
     non_safe = sorted(c.pair.cls.value for c in replay.calls if c.pair.cls.value != "confirmed_safe")
     assert non_safe in (decisive, sorted(decisive + ["unscoreable"]) if run.template == "ambient_profile_update" else decisive)
+
+
+# -- written as it is generated ----------------------------------------------------------------------
+
+PEAK = r"""
+import sys, tracemalloc
+from pathlib import Path
+from litmus_replay.replay.corpus import generate_corpus
+out = Path(sys.argv[1])
+generate_corpus(20, 1, "native", out / "warm")  # imports, worlds and caches, before measuring
+for n in map(int, sys.argv[2:]):
+    tracemalloc.start()
+    generate_corpus(n, 1, "native", out / str(n))
+    print(tracemalloc.get_traced_memory()[1])
+    tracemalloc.stop()
+"""
+
+
+def test_writing_a_corpus_holds_about_as_much_memory_at_three_times_the_runs(tmp_path):
+    """Each file's runs are written and dropped before the next are made; a generator holding every run
+    would need about three times as much for 600 runs as for 200."""
+    proc = subprocess.run([sys.executable, "-c", PEAK, str(tmp_path), "200", "600"], capture_output=True, text=True, check=True)
+    small, large = map(int, proc.stdout.split())
+    assert large < 1.5 * small, (small, large)
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_planted = st.builds(PlantedRun, category=_text, template=_text, task=_text, principal=_text,
+                     ambient_session=st.none() | _text, original_verdict=_text,
+                     expected_class=_text, calls=st.integers(0, 40), file=_text,
+                     expected_finding=st.sampled_from(["over_penalised", "under_penalised", "stands", "unscoreable"]))
+
+
+@settings(max_examples=50)
+@given(runs=st.dictionaries(_text, _planted, min_size=1, max_size=8), n=st.integers(1, 10**6), seed=st.integers())
+def test_the_manifest_written_run_by_run_is_the_manifest_written_whole(tmp_path_factory, runs, n, seed):
+    directory = tmp_path_factory.mktemp("manifest")
+    whole = CorpusManifest(n=n, seed=seed, format="inspect", runs=dict(runs))
+    whole.write(directory / "whole.json")
+    with ManifestWriter(n, seed, "inspect", spool_dir=directory) as streamed:
+        for run_id, run in runs.items():
+            streamed.add(run_id, run)
+        summary = streamed.write(directory / "streamed.json")
+    assert (directory / "streamed.json").read_bytes() == (directory / "whole.json").read_bytes()
+    assert (summary.counts, summary.over_penalised, summary.under_penalised) == (
+        whole.counts(), whole.over_penalised, whole.under_penalised)
+    assert sorted(p.name for p in directory.iterdir()) == ["streamed.json", "whole.json"]
 
 
 # -- bad arguments -----------------------------------------------------------------------------------
