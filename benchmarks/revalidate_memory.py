@@ -5,14 +5,19 @@ and time grow linearly with the runs, on either executor.
     python benchmarks/revalidate_memory.py [--sizes 1000 10000 100000] [--executors pool dask]
                                            [--runtime inprocess] [--jobs 2] [--corpora DIR]
 
-Each size is a corpus written by ``litmus-replay corpus --n N`` (not timed; kept in ``--corpora`` to be
-reused by a later run), re-validated from an empty output directory in a fresh process (so each peak is
-its own), with the default report mode. ``pool`` is ``--jobs`` worker processes; ``dask`` is a
-``LocalCluster`` of ``--jobs`` worker processes of one thread each, started, and the package imported
-in each, before the clock (as the pool's workers, forked from the batch, have it); its scheduler runs in
-the batch process, so the batch's peak includes it. Seconds are whole batches:
-discovery, replay, results, summary, pages and index. The load average before each batch is printed
-with it: the machine's other work slows the figure.
+Each size is a corpus written by ``litmus-replay corpus --n N`` (kept in ``--corpora`` to be reused by a
+later run; its writing is measured apart: wall and CPU seconds per 1,000 runs and the writer's peak
+memory), re-validated from an empty output directory in a fresh process (so each peak is its own), with
+the default report mode. ``pool`` is ``--jobs`` worker processes; ``dask`` is a ``LocalCluster`` of
+``--jobs`` worker processes of one thread each, started, and the package imported in each, before the
+clock (as the pool's workers, forked from the batch, have it); its scheduler runs in the batch process,
+so the batch's peak includes it. Seconds are whole batches: discovery, replay, results, summary, pages
+and index.
+
+On a shared machine the wall seconds move with the load (printed before and after each batch). The CPU
+seconds do much less: they are the batch process's and every worker's user and system time (with their
+env servers, sandboxes included), taken over the batch alone. Time is linear when the CPU seconds per
+1,000 runs stay level from size to size; cores busy is CPU over wall time.
 """
 
 from __future__ import annotations
@@ -36,24 +41,35 @@ corpus, out, runtime, jobs, executor = sys.argv[1], sys.argv[2], sys.argv[3], in
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-options = {}
+def cpu():
+    # this process and its waited-for descendants (the pool's workers, once joined; a worker's env servers)
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
+options, client = {}, None
 if executor == "dask":
     from dask.distributed import Client, LocalCluster
     cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
     options = {"executor": "dask", "scheduler": cluster.scheduler_address}
-    with Client(cluster.scheduler_address) as client:  # as the pool's forked workers are: the package imported
-        client.run(__import__, "litmus_replay.replay.batch")
+    client = Client(cluster.scheduler_address)
+    client.run(__import__, "litmus_replay.replay.batch")  # as the pool's forked workers are: the package imported
+
+def total_cpu():
+    # Dask's workers are not this process's to wait for until the cluster closes: each says its own
+    return cpu() + (sum(client.run(cpu).values()) if client else 0.0)
+
+cpu_before = total_cpu()
 started = time.perf_counter()
 summary = batch.run_batch([corpus + "/runs"], corpus + "/worlds", out, runtime=runtime, jobs=jobs, **options)
 seconds = time.perf_counter() - started
-if executor == "dask":
-    with Client(cluster.scheduler_address) as client:
-        worker_mb = max(client.run(peak).values())
+cpu_seconds = total_cpu() - cpu_before
+if client:
+    worker_mb = max(client.run(peak).values())
+    client.close()
     cluster.close()
 else:
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"runs": summary["runs"], "seconds": seconds, "batch_mb": peak(), "worker_mb": worker_mb,
-                  "flagged": len(summary["over_penalised"]) + len(summary["under_penalised"])}))
+print(json.dumps({"runs": summary["runs"], "seconds": seconds, "cpu": cpu_seconds, "batch_mb": peak(),
+                  "worker_mb": worker_mb, "flagged": len(summary["over_penalised"]) + len(summary["under_penalised"])}))
 """
 
 
@@ -62,11 +78,24 @@ def load() -> str:
 
 
 def corpus(size: int, directory: Path) -> Path:
-    """The corpus of ``size`` runs in ``directory``, written there the first time."""
+    """The corpus of ``size`` runs in ``directory``, written there the first time (saying what that took)."""
     path = directory / f"corpus-{size}"
-    if not (path / "manifest.json").is_file():
-        subprocess.run([sys.executable, "-m", "litmus_replay.replay", "corpus", "--n", str(size), "--out", str(path)],
-                       check=True, capture_output=True)
+    if (path / "manifest.json").is_file():
+        print(f"# corpus of {size} runs: reused from {path}", flush=True)
+        return path
+    before = load()
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "litmus_replay.replay", "corpus", "--n", str(size), "--out", str(path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode != 0:
+        raise SystemExit(f"corpus --n {size}: {stderr.strip().splitlines()[-1:]}")
+    cpu = usage.ru_utime + usage.ru_stime
+    print(f"# corpus of {size} runs: written in {wall:.1f} s, {cpu / size * 1000:.2f} CPU s / 1,000 runs, "
+          f"peak {usage.ru_maxrss / 1024:.0f} MB; load {before} -> {load()}", flush=True)
     return path
 
 
@@ -80,8 +109,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# revalidate_memory.py --runtime {args.runtime} --jobs {args.jobs} --executors {' '.join(args.executors)}")
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; generated inspect corpora")
-    print(f"{'runs':>8} {'executor':>8} {'seconds':>9} {'s / 1,000 runs':>15} {'batch peak MB':>14} "
-          f"{'worker peak MB':>15}  load average before (1, 5, 15 min)", flush=True)
+    print(f"{'runs':>8} {'executor':>8} {'wall s':>8} {'wall s / 1k':>11} {'CPU s / 1k':>10} {'cores':>5} "
+          f"{'batch MB':>8} {'worker MB':>9}  load average before -> after (1, 5, 15 min)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         corpora = args.corpora or Path(tmp)
         corpora.mkdir(parents=True, exist_ok=True)
@@ -95,9 +124,9 @@ def main() -> None:
                                        executor], check=True, capture_output=True, text=True)
                 wall = time.perf_counter() - started
                 figures = json.loads(proc.stdout.strip().splitlines()[-1])
-                seconds = figures["seconds"]
-                print(f"{figures['runs']:>8} {executor:>8} {seconds:>9.1f} {seconds / figures['runs'] * 1000:>15.2f} "
-                      f"{figures['batch_mb']:>14.0f} {figures['worker_mb']:>15.0f}  {before}"
+                seconds, cpu, runs = figures["seconds"], figures["cpu"], figures["runs"]
+                print(f"{runs:>8} {executor:>8} {seconds:>8.1f} {seconds / runs * 1000:>11.2f} {cpu / runs * 1000:>10.2f} "
+                      f"{cpu / seconds:>5.2f} {figures['batch_mb']:>8.0f} {figures['worker_mb']:>9.0f}  {before} -> {load()}"
                       f"  (process {wall:.1f} s)", flush=True)
                 shutil.rmtree(out, ignore_errors=True)
 
