@@ -39,6 +39,10 @@ def no_engine_message(where: str, failure: str, which: Any = shutil.which) -> st
             f"`systemctl start docker`, or `dockerd &` as root where there is no systemd; {HINT}")
 
 
+class MissingImage(RuntimeUnavailable):
+    """The image a container is to be made from is not in the engine."""
+
+
 # --- the engine: every SDK call --------------------------------------------------------------
 
 
@@ -108,9 +112,41 @@ class Engine:
                                      "without an image registry, run `litmus-replay image build --offline`") from None
         self._drop_replaced(old, tag)
 
+    def labelled_images(self, label: str) -> list[tuple[str, list[str]]]:
+        """(id, tags) of every image carrying ``label``."""
+        return [(image.id, list(image.tags)) for image in self.client.images.list(filters={"label": [label]})]
+
+    def images_in_use(self) -> set[str]:
+        """The ids of the images any container here, running or not, was made from."""
+        return {str(container.get("ImageID")) for container in self.client.api.containers(all=True)}
+
+    def untag(self, reference: str) -> bool:
+        """Remove the tag ``reference`` (and the image, if that was its last tag and no container uses it);
+        False when the engine refuses (a container made from it meanwhile) or it is already gone."""
+        from docker.errors import APIError, ImageNotFound
+
+        try:
+            self.client.images.remove(reference)
+        except ImageNotFound:
+            return False
+        except APIError as exc:
+            if exc.status_code == 409:  # in use
+                return False
+            raise
+        return True
+
     # containers
     def run(self, image: str, **options: Any) -> Any:
-        return self.client.containers.run(image, detach=True, **options)
+        """Create and start a container; :class:`MissingImage` if ``image`` is not here (an env image is
+        built, never pulled: another version's build may have removed it as older, see :mod:`.prune`)."""
+        from docker.errors import ImageNotFound
+
+        try:
+            container = self.client.containers.create(image, **options)
+        except ImageNotFound:
+            raise MissingImage(f"the image {image} is not here (removed as older by another version's build?)") from None
+        container.start()
+        return container
 
     def status(self, container_id: str) -> tuple[str, str]:
         """The container's state and the tail of its logs (for a server that died on start)."""

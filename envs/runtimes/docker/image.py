@@ -15,6 +15,7 @@ Two ways to build:
 
 ``auto`` (what the runtime does on first use) picks ``registry`` when the Dockerfile's base image is
 already present locally, else ``offline`` when ``debootstrap`` can run (root), else tries ``registry``.
+Either way, a build then removes the older env images no container uses (:mod:`.prune`), and says so.
 The engine is reached only through :mod:`.engine`, the one module that uses the Docker SDK.
 """
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Literal, Protocol, TextIO
 
 from ...errors import RuntimeUnavailable
+from . import prune
 from .engine import Engine as DockerEngine
 
 IMAGE_REPOSITORY = "litmus-replay-env"
@@ -45,8 +47,8 @@ TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/sha
 BuildMode = Literal["auto", "offline", "registry"]
 
 
-class Engine(Protocol):
-    """What a build needs from the engine; :class:`.engine.Engine` provides it."""
+class Engine(prune.Engine, Protocol):
+    """What a build needs from the engine (pruning included); :class:`.engine.Engine` provides it."""
 
     def has_image(self, reference: str) -> bool: ...
 
@@ -82,7 +84,7 @@ def image_tag() -> str:
 
 
 def image_labels() -> dict[str, str]:
-    return {"litmus-replay.envs-version": envs_version(), "litmus-replay.envs-digest": envs_digest()}
+    return {"litmus-replay.envs-version": envs_version(), prune.IMAGE_LABEL: envs_digest()}
 
 
 # --- apt's configured sources ------------------------------------------------------------------
@@ -290,6 +292,13 @@ def build_image(engine: Engine, tag: str | None = None, mode: BuildMode = "auto"
         say(f"importing {tarball.name} as {tag}")
         engine.import_tarball(tarball, tag, import_changes(image_labels()))
     say(f"built {tag}")
+    try:
+        removed = prune.prune_images(engine, tag)
+    except Exception as exc:  # the build stands; what is left is only disk space
+        say(f"older env images left in place: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}")
+    else:
+        if removed:
+            say(prune.describe(removed))
     return tag
 
 

@@ -49,7 +49,8 @@ from .. import hosting
 from ..hosting import Mount
 from ..pool import Pool, PooledWorld, open_on
 from . import image as env_image
-from .engine import HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Engine, _sockdir_prefix, _start_time, reap
+from .engine import (HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Engine, MissingImage, _sockdir_prefix,
+                     _start_time, reap)
 
 SOCKET_DIR = "/run/litmus"
 SOCKET_NAME = "env.sock"
@@ -171,8 +172,9 @@ class DockerRuntime(Runtime):
         self.engine = Engine.connect()
         reap(self.engine)
         self.image = image or env_image.image_tag()
+        self._build = build and image is None
         if not self.engine.has_image(self.image):
-            if not build or image is not None:
+            if not self._build:
                 raise RuntimeUnavailable(f"the image {self.image} is missing: run `litmus-replay image build --offline`, {HINT}")
             env_image.ensure_image(self.engine, self.image)
         self.pool_size = pool_size
@@ -235,7 +237,7 @@ class DockerRuntime(Runtime):
             listener.bind(path)
             os.chmod(path, 0o600)  # the server connects as the container's root (CAP_DAC_OVERRIDE)
             listener.listen(1)
-            container = self.engine.run(self.image, **self._container_options(sockdir, number, mounts, command_root))
+            container = self._run(self._container_options(sockdir, number, mounts, command_root))
             slot.container_id = container.id
             self._connect(slot, listener)
         except BaseException:
@@ -248,6 +250,16 @@ class DockerRuntime(Runtime):
             except OSError:
                 pass
         return slot
+
+    def _run(self, options: dict[str, Any]) -> Any:
+        try:
+            return self.engine.run(self.image, **options)
+        except MissingImage:
+            if not self._build:
+                raise
+        with self._lock:  # another version's build removed it as older: build it again, once
+            env_image.ensure_image(self.engine, self.image)
+        return self.engine.run(self.image, **options)
 
     def _container_options(self, sockdir: Path, number: int, mounts: tuple[Mount, ...] = (),
                            command_root: bool = False) -> dict[str, Any]:
