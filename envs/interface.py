@@ -61,6 +61,10 @@ class Runtime(ABC):
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         """Build a fresh world from its spec, in the given semantics."""
 
+    def prepare(self, specs: Iterable[Mapping[str, Any]], semantics: Semantics) -> None:
+        """A hint: worlds of these specs are about to be opened, so a runtime that starts a host per world
+        may start theirs now, side by side. It never fails; opening a world says what is wrong with it."""
+
     def close(self) -> None:
         """Release what the runtime holds (pools, daemons)."""
 

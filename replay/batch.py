@@ -295,7 +295,10 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
     """
     state = _worker_state(worlds_dir, runtime)
     pages = None if out_dir is None or reports == "none" else (out_dir, reports)
-    return [_replay_one(run.loaded(), state["worlds"], state["runtime"], pages) for run in runs]
+    runs = [run.loaded() for run in runs]
+    listed = (state["worlds"].listed(run.trajectory) for run in runs if run.trajectory.call_count())
+    state["runtime"].prepare([world.world for world in listed if world is not None], "real")
+    return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
 
 
 def wants_page(reports: str, finding: str | None) -> bool:

@@ -190,6 +190,15 @@ class WorldCatalog:
     def load(cls, directory: str | Path | None, *, providers: bool = True) -> "WorldCatalog":
         return cls(load_worlds(directory) if directory is not None else None, providers=providers)
 
+    def listed(self, trajectory: Trajectory) -> TaskWorld | None:
+        """The directory's world for a run, or None (providers are not asked: finding theirs may cost
+        as much as replaying)."""
+        for level in key_levels(trajectory.task) if trajectory.task else ():
+            world = self.directory.get(level)
+            if world is not None:
+                return world
+        return None
+
     def find(self, trajectory: Trajectory) -> TaskWorld:
         """The world a run replays against; raises :class:`NoWorld` saying what was tried."""
         key = trajectory.task

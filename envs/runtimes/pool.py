@@ -5,6 +5,13 @@ opened on an idle host of its key, else on the warm spare if its key matches, el
 world closes, its host is kept (after the server's ``close``, which tears the world down) unless it ran a
 tool that may leave state a reload does not rebuild, lost its server, hosted its quota of worlds, or the
 pool is full — then it is stopped. A world that loses its server stops its host at once.
+
+Every host costs a server's start (an interpreter and its imports), so the pool starts none it will not
+use: the warm spare is started only for a key whose hosts are not kept (reuse off, or its last host was
+stopped when its world closed) — a key whose host is kept finds it idle next time — and a spare is
+never stopped unused: another key's world leaves it be, and a newer spare sends it idle for its own key. A caller that knows which
+keys its next worlds have may :meth:`~Pool.prepare` hosts for them, started together so their servers
+boot side by side while it works.
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ class Pool(Generic[H]):
     after this many worlds."""
 
     def __init__(self, start: Callable[[Hashable], H], stop: Callable[[H], None], *, idle: int, warm: bool = False,
-                 max_worlds: int | None = None, close_timeout: float = 10.0):
+                 max_worlds: int | None = None, close_timeout: float = 10.0,
+                 start_many: Callable[[list[Hashable]], list[H]] | None = None):
         self._start = start
+        self._start_many = start_many or (lambda keys: [start(key) for key in keys])
         self._stop = stop
         self.idle_limit = idle
         self.warm = warm
@@ -43,6 +52,7 @@ class Pool(Generic[H]):
         self._live: dict[int, H] = {}
         self._idle: list[tuple[Hashable, H]] = []
         self._spare: tuple[Hashable, H] | None = None
+        self._unkept: set[Hashable] = set()  # keys whose last host was stopped when its world closed
         self._lock = threading.Lock()
         self.closed = False
 
@@ -64,23 +74,68 @@ class Pool(Generic[H]):
         if host is not None:
             return host
         with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is not None and spare[0] == key and spare[1].alive():
+            spare = self._spare if self._spare is not None and self._spare[0] == key else None
+            if spare is not None:
+                self._spare = None
+        if spare is not None and spare[1].alive():
             host = spare[1]
         else:
             if spare is not None:
                 self.discard(spare[1])
             host = self._new(key)
-        if self.warm:
+        if self.warm and self._wants_spare(key):
             try:
                 fresh: tuple[Hashable, H] | None = (key, self._new(key))
             except EnvError:  # the next world will start its own
                 fresh = None
             with self._lock:
                 self._spare, extra = fresh, self._spare
-            if extra is not None:  # another thread's spare: one is enough
-                self.discard(extra[1])
+            if extra is not None:  # never used (another key's, or another thread's): it waits idle for its key
+                self._keep_idle(*extra)
         return host
+
+    def _wants_spare(self, key: Hashable) -> bool:
+        """Whether the next world of ``key`` will need a new host: hosts are not reused, or this key's last
+        one was stopped (a tainting tool, a lost server, its quota of worlds)."""
+        with self._lock:
+            return self.idle_limit <= 0 or key in self._unkept
+
+    def prepare(self, keys: Iterable[Hashable]) -> None:
+        """Start, side by side, a host for each of these keys that has none waiting (idle or spare), within
+        the idle limit; each waits idle for its key's first world. A hint: a host that fails to start is
+        left out, and that world starts its own (and says why)."""
+        with self._lock:
+            if self.closed:
+                return
+            have = {key for key, _ in self._idle} | ({self._spare[0]} if self._spare else set())
+            room = self.idle_limit - len(self._idle)
+        wanted = [key for key in dict.fromkeys(keys) if key not in have][:max(0, room)]
+        if not wanted:
+            return
+        try:
+            started = self._start_many(wanted)
+        except EnvError:
+            return
+        for key, host in zip(wanted, started):
+            if host is None:
+                continue
+            with self._lock:
+                self._live[id(host)] = host
+            self._keep_idle(key, host)
+
+    def _keep_idle(self, key: Hashable, host: H) -> None:
+        """Keep a healthy host for the next world of its key, stopping the least recently used beyond the limit."""
+        evicted: list[H] = []
+        with self._lock:
+            keep = not self.closed and id(host) in self._live and self.idle_limit > 0
+            if keep:
+                self._idle.append((key, host))
+                while len(self._idle) > self.idle_limit:
+                    evicted.append(self._idle.pop(0)[1])
+        for old in evicted:
+            self.discard(old)
+        if not keep:
+            self.discard(host)
 
     def _reuse(self, key: Hashable) -> H | None:
         with self._lock:
@@ -117,16 +172,14 @@ class Pool(Generic[H]):
             except BaseException:
                 self.discard(host)
                 raise
-        evicted: list[H] = []
         with self._lock:
-            keep = keep and not self.closed and id(host) in self._live
             if keep:
-                self._idle.append((key, host))
-                while len(self._idle) > self.idle_limit:
-                    evicted.append(self._idle.pop(0)[1])
-        for old in evicted:
-            self.discard(old)
-        if not keep:
+                self._unkept.discard(key)
+            else:
+                self._unkept.add(key)
+        if keep:
+            self._keep_idle(key, host)
+        else:
             self.discard(host)
 
     def discard(self, host: H) -> None:

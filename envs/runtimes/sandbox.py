@@ -42,7 +42,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..client import EnvClient
 from ..domain import NOBODY, Semantics
@@ -212,7 +212,9 @@ class _Sandbox:
     """One sandbox: the launcher's process tree and a client on its env server's stdio."""
 
     def __init__(self, options: SandboxOptions, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str,
-                 bwrap: str | None, idmap: IdMap, command_root: bool = False):
+                 bwrap: str | None, idmap: IdMap, command_root: bool = False, *, mapped: bool = True):
+        """Start the launcher and, unless ``mapped`` is false, map its user namespace; with ``mapped``
+        false the caller calls :meth:`map` (so several launchers can start side by side)."""
         self.options = options
         self.idmap = idmap
         self.call_timeout = options.call_timeout
@@ -223,7 +225,10 @@ class _Sandbox:
         self.tainted = False  # ran a tool that may leave state outside the world root: never reuse
         self.worlds = 0  # worlds hosted so far: a sandbox is retired before its server's CPU limit nears
         self.command_root = command_root
+        self._handshake: tuple[int, int] | None = None  # (ready_r, go_w) until the user namespace is mapped
         self._start(etc, mounts, staging, bwrap)
+        if mapped:
+            self.map()
 
     def _start(self, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str, bwrap: str | None) -> None:
         data: dict[str, int] = {}
@@ -252,17 +257,29 @@ class _Sandbox:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                 pass_fds=(ready_w, go_r, *data.values()),
             )
+        except BaseException:
+            os.close(ready_r)
+            os.close(go_w)
+            raise
         finally:
             for fd in (ready_w, go_r, *data.values()):
                 os.close(fd)
+        self._handshake = (ready_r, go_w)
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.client = EnvClient(self.process.stdout.fileno(), self.process.stdin.fileno(),
+                                timeout=self.options.start_timeout)
+
+    def map(self) -> None:
+        """Map the launcher's user namespace and let it go on (once); raises :class:`RuntimeUnavailable`."""
+        if self._handshake is None:
+            return
+        ready_r, go_w = self._handshake
+        self._handshake = None
         try:
             self._map_user_namespace(ready_r, go_w)
         finally:
             os.close(ready_r)
             os.close(go_w)
-        assert self.process.stdout is not None and self.process.stdin is not None
-        self.client = EnvClient(self.process.stdout.fileno(), self.process.stdin.fileno(),
-                                timeout=self.options.start_timeout)
 
     def _rlimits(self) -> list[tuple[str, int]]:
         o = self.options
@@ -293,6 +310,7 @@ class _Sandbox:
     def connect(self) -> dict[str, Any]:
         """Say hello (within the start timeout) and switch the client to the per-call timeout."""
         assert self.client is not None
+        self.map()
         try:
             self.info = self.client.hello()
         except EnvError as exc:
@@ -364,6 +382,10 @@ class _Sandbox:
         whenever the server changes its effective or filesystem ids, which it does to act as a principal."""
         if self.client is not None:
             self.client.broken = True
+        if self._handshake is not None:  # never mapped: the launcher waits on these, and ends when they close
+            for fd in self._handshake:
+                os.close(fd)
+            self._handshake = None
         process = self.process
         if process is not None:
             inner = _pidfd(self.host_pids()[1:2])  # while the launcher lives, nobody else can reap pid 1
@@ -429,7 +451,8 @@ class SandboxRuntime(Runtime):
         os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
         self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
         self.pool: Pool[_Sandbox] = Pool(self._spawn, lambda sandbox: sandbox.shutdown(), idle=self.options.reuse,
-                                         warm=self.options.warm, max_worlds=WORLDS_PER_SANDBOX)
+                                         warm=self.options.warm, max_worlds=WORLDS_PER_SANDBOX,
+                                         start_many=self._spawn_many)
         self._closed = False
         self._probe()
 
@@ -477,12 +500,9 @@ class SandboxRuntime(Runtime):
         """One line saying what this sandbox isolates less than the full mode, and how to get it; or None."""
         return self.idmap.notice
 
-    def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
-        if self._closed:
-            raise EnvError("the sandbox runtime is closed")
-        plan = hosting.plan(spec, semantics, self.name)
-        if not plan.inside:
-            return hosting.open_in_process(self.name, plan, spec, semantics)
+    def _host_key(self, spec: Mapping[str, Any], plan: hosting.Hosting) -> tuple[str, Any]:
+        """What a sandbox for this world is made with (its ``/etc`` and its hosting key); raises
+        :class:`WorldSpecError` for principals the sandbox cannot map or isolate."""
         principals = parse_principals(spec.get("principals"))
         for name, attrs in principals.items():
             for key in ("uid", "gid"):
@@ -490,7 +510,31 @@ class SandboxRuntime(Runtime):
                     raise WorldSpecError(f"world.principals.{name}.{key}",
                                          f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
         check_isolable(principals)
-        key = (json.dumps(etc_files(principals, not self.idmap.shared_uid), sort_keys=True), plan.key())
+        return json.dumps(etc_files(principals, not self.idmap.shared_uid), sort_keys=True), plan.key()
+
+    def prepare(self, specs: Iterable[Mapping[str, Any]], semantics: Semantics) -> None:
+        """Start sandboxes, side by side, for the worlds about to be opened that have none waiting: their
+        servers boot while the caller works. A spec the runtime would refuse is skipped here; opening it
+        says why."""
+        if self._closed:
+            return
+        keys = []
+        for spec in specs:
+            try:
+                plan = hosting.plan(spec, semantics, self.name)
+                if plan.inside:
+                    keys.append(self._host_key(spec, plan))
+            except (EnvError, ValueError, TypeError, KeyError):
+                continue
+        self.pool.prepare(keys)
+
+    def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
+        if self._closed:
+            raise EnvError("the sandbox runtime is closed")
+        plan = hosting.plan(spec, semantics, self.name)
+        if not plan.inside:
+            return hosting.open_in_process(self.name, plan, spec, semantics)
+        key = self._host_key(spec, plan)
 
         def load(sandbox: _Sandbox) -> None:
             if not sandbox.info:  # a reused sandbox said hello when it was new
@@ -502,9 +546,29 @@ class SandboxRuntime(Runtime):
         return open_on(self.pool, key, load, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,
                        SandboxWorld, keep_after_bad_load=False)
 
-    def _spawn(self, key: Any) -> _Sandbox:
+    def _spawn(self, key: Any, mapped: bool = True) -> _Sandbox:
         etc, (mounts, command_root) = key
-        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap, command_root)
+        return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap, command_root,
+                        mapped=mapped)
+
+    def _spawn_many(self, keys: list[Any]) -> list[_Sandbox | None]:
+        """Sandboxes for these keys, their launchers started together before any is mapped (each waits a
+        few tens of milliseconds for its launcher); one that fails is None."""
+        started: list[_Sandbox | None] = []
+        for key in keys:
+            try:
+                started.append(self._spawn(key, mapped=False))
+            except (EnvError, OSError):
+                started.append(None)
+        for index, sandbox in enumerate(started):
+            if sandbox is None:
+                continue
+            try:
+                sandbox.map()
+            except (EnvError, OSError):
+                sandbox.shutdown()
+                started[index] = None
+        return started
 
     def close(self) -> None:
         self._closed = True

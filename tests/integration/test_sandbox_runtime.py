@@ -182,6 +182,27 @@ def test_a_clean_world_leaves_its_sandbox_for_the_next_and_a_shell_world_does_no
         runtime.close()
 
 
+def test_prepared_sandboxes_wait_for_their_worlds_and_a_spec_it_would_refuse_is_skipped(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        other = {"principals": ["carol"], "records": {}}
+        refused = {"principals": {"alice": {"uid": 70000}}}
+        runtime.prepare([WORLD, other, refused, WORLD], "real")
+        prepared = runtime.pool.hosts()
+        assert len(prepared) == 2 and runtime.pool.idle == 2  # one per key; the refused spec starts none
+        handle = runtime.open_world(WORLD, "real")
+        assert handle.sandbox in prepared and len(runtime.pool.hosts()) == 2
+        assert _sh(handle, "id -un")["stdout"].strip() == "alice"
+        handle.close()
+        with pytest.raises(WorldSpecError):
+            runtime.open_world(refused, "real")
+        pids = [pid for host in prepared for pid in host.host_pids()]
+        runtime.close()
+        assert all(_gone(pid) for pid in pids)
+    finally:
+        runtime.close()
+
+
 def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harness_errors(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, call_timeout=1.0, warm=False)
     stopped: list[int] = []

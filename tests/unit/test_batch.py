@@ -277,3 +277,34 @@ def test_discovered_runs_keep_their_trajectories_on_disk_and_lose_nothing(tmp_pa
     assert [run.trajectory for run in found.runs] == read
     assert [pickle.loads(pickle.dumps(run)).trajectory for run in found.runs] == read, "as a worker gets them"
     assert [run.trajectory_id for run in found.runs] == [trajectory.id for trajectory in read]
+
+
+def test_a_chunk_tells_its_runtime_the_worlds_it_is_about_to_open(tmp_path, monkeypatch):
+    from litmus_replay.envs.runtime import get_runtime
+    from litmus_replay.replay.worlds import WorldCatalog
+
+    worlds, runs, _ = _make_batch(tmp_path)
+    hints: list[tuple[list, str]] = []
+    opened: list = []
+
+    class Hinted(type(get_runtime("inprocess"))):
+        def prepare(self, specs, semantics):
+            hints.append((list(specs), semantics))
+
+        def open_world(self, spec, semantics):
+            opened.append(spec)
+            return super().open_world(spec, semantics)
+
+    batch.close_worker()
+    monkeypatch.setattr(batch, "get_runtime", lambda name: Hinted())
+    found = batch.discover([runs])
+    chunk = [run.loaded() for run in found.iter_runs()]
+    found.close()
+    try:
+        batch.replay_runs(chunk, str(worlds), "hinted", None)
+    finally:
+        batch.close_worker()
+    catalog = WorldCatalog.load(worlds)
+    with_calls = [run.trajectory for run in chunk if run.trajectory.call_count()]
+    assert hints == [([catalog.find(trajectory).world for trajectory in with_calls], "real")]
+    assert hints[0][0] == opened and opened

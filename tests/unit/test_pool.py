@@ -136,3 +136,64 @@ def test_draining_returns_every_host_and_refuses_new_worlds(made):
     assert set(map(id, pool.drain())) == {id(taken), id(made[-1])}
     with pytest.raises(EnvError):
         pool.take("a")
+
+
+def test_no_spare_is_started_for_a_key_whose_hosts_are_kept(made):
+    pool = _pool(made, warm=True)
+    first = pool.take("a")
+    assert made == [first]  # its host is kept when its world closes: the next world of "a" reuses it
+    pool.give_back("a", first)
+    assert pool.take("a") is first and len(made) == 1
+
+
+def test_a_spare_is_started_once_a_keys_host_was_not_kept(made):
+    pool = _pool(made, warm=True)
+    first = pool.take("a")
+    first.tainted = True
+    pool.give_back("a", first)
+    second = pool.take("a")
+    assert len(made) == 3 and made[-1] is not second and made[-1].key == "a"
+    second.tainted = True
+    pool.give_back("a", second)
+    assert pool.take("a") is made[2]
+
+
+def test_a_spare_is_never_stopped_unused(made):
+    pool = _pool(made, warm=True, idle=2)
+    for key in ("a", "b"):  # neither key's host is kept
+        host = pool.take(key)
+        host.tainted = True
+        pool.give_back(key, host)
+    pool.take("a")
+    spare_a = made[-1]
+    pool.take("c")
+    assert not spare_a.stopped  # another key's world leaves it be
+    pool.take("b")
+    assert not spare_a.stopped and pool.idle == 1  # a newer spare (for "b") sends it idle
+    assert pool.take("a") is spare_a
+
+
+def test_prepare_starts_hosts_together_for_the_keys_without_one_within_the_idle_limit(made):
+    batches = []
+
+    def start_many(keys):
+        batches.append(list(keys))
+        hosts = [FakeHost(key) for key in keys]
+        made.extend(hosts)
+        return hosts
+
+    pool = Pool(lambda key: FakeHost(key), lambda host: setattr(host, "stopped", True), idle=3,
+                start_many=start_many)
+    used = pool.take("a")
+    pool.give_back("a", used)
+    pool.prepare(["a", "b", "b", "c", "d", "e"])
+    assert batches == [["b", "c"]]  # "a" has its idle host; the limit leaves room for two
+    assert pool.take("b") is made[0] and pool.take("c") is made[1] and pool.take("a") is used
+    pool.prepare(["b"])  # its host is in use: the world about to open needs another
+    assert batches == [["b", "c"], ["b"]] and pool.take("b") is made[-1]
+
+
+def test_prepare_leaves_out_a_host_that_failed_to_start(made):
+    pool = Pool(lambda key: FakeHost(key), lambda host: None, idle=2, start_many=lambda keys: [None, FakeHost("b")])
+    pool.prepare(["a", "b"])
+    assert pool.idle == 1 and pool.take("b").key == "b"
