@@ -14,8 +14,22 @@ from .errors import (
     Unresolvable,
     WorldSpecError,
 )
-from .outcome import Effects, Outcome, Resolution
-from .world import World
+
+_LAZY = {"Effects": "outcome", "Outcome": "outcome", "Resolution": "outcome", "World": "world"}
+
+
+def __getattr__(name: str):
+    # The env server imports this package first: importing the world (every domain) only when asked for
+    # lets a sandbox answer its first message without it.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DomainFault",

@@ -21,7 +21,7 @@ import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import metadata
+from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Collection, Iterator, Literal, Mapping, NamedTuple
 
@@ -334,6 +334,7 @@ def _load_entry_points(refresh: bool = False) -> None:
         if _entry_points_loaded and not refresh:
             return
         _entry_points_loaded = True
+        import_module(f"{__package__}.domains")  # the built-in domains, registered as they are imported
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
             label = f"{entry.name} = {entry.value}"
             if label in _LOADED:

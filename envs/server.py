@@ -21,11 +21,13 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any, BinaryIO, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
 
 from .errors import EnvError, WorldSpecError
 from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode, state_digest
-from .world import World
+
+if TYPE_CHECKING:
+    from .world import World
 
 PR_CAPBSET_DROP = 24
 
@@ -90,6 +92,10 @@ class WorldHost:
 
     def _build(self, spec: Mapping[str, Any], semantics: str) -> None:
         self._close_world()
+        # Imported at the first world, not at start: a server that only says hello (the runtime's check
+        # that sandboxes can start here) never pays for the domains.
+        from .world import World
+
         self.world = World(spec, semantics, self._fresh_root(), isolated=self.isolated,  # type: ignore[arg-type]
                            switch_uid=self.switch_uid, shared_uid=self.shared_uid, pids_cgroup=self.pids_cgroup)
         self.loaded = (spec, semantics)
