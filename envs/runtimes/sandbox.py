@@ -226,6 +226,7 @@ class _Sandbox:
         self.worlds = 0  # worlds hosted so far: a sandbox is retired before its server's CPU limit nears
         self.command_root = command_root
         self._handshake: tuple[int, int] | None = None  # (ready_r, go_w) until the user namespace is mapped
+        self._mapping = threading.RLock()  # a prepared sandbox is mapped by a thread while the caller works
         self._start(etc, mounts, staging, bwrap)
         if mapped:
             self.map()
@@ -270,16 +271,22 @@ class _Sandbox:
                                 timeout=self.options.start_timeout)
 
     def map(self) -> None:
-        """Map the launcher's user namespace and let it go on (once); raises :class:`RuntimeUnavailable`."""
-        if self._handshake is None:
-            return
-        ready_r, go_w = self._handshake
-        self._handshake = None
-        try:
-            self._map_user_namespace(ready_r, go_w)
-        finally:
-            os.close(ready_r)
-            os.close(go_w)
+        """Map the launcher's user namespace and let it go on (once; a second caller waits for the first);
+        raises :class:`RuntimeUnavailable`."""
+        with self._mapping:
+            if self._handshake is None:
+                return
+            try:
+                self._map_user_namespace(*self._handshake)
+            finally:
+                self._close_handshake()
+
+    def _close_handshake(self) -> None:
+        with self._mapping:
+            if self._handshake is not None:
+                for fd in self._handshake:
+                    os.close(fd)
+                self._handshake = None
 
     def _rlimits(self) -> list[tuple[str, int]]:
         o = self.options
@@ -382,10 +389,6 @@ class _Sandbox:
         whenever the server changes its effective or filesystem ids, which it does to act as a principal."""
         if self.client is not None:
             self.client.broken = True
-        if self._handshake is not None:  # never mapped: the launcher waits on these, and ends when they close
-            for fd in self._handshake:
-                os.close(fd)
-            self._handshake = None
         process = self.process
         if process is not None:
             inner = _pidfd(self.host_pids()[1:2])  # while the launcher lives, nobody else can reap pid 1
@@ -409,6 +412,7 @@ class _Sandbox:
                         stream.close()
                     except OSError:
                         pass
+        self._close_handshake()  # once the launcher is gone: a mapping under way sees its end and gives up
 
 
 class SandboxWorld(PooledWorld):
@@ -552,22 +556,18 @@ class SandboxRuntime(Runtime):
                         mapped=mapped)
 
     def _spawn_many(self, keys: list[Any]) -> list[_Sandbox | None]:
-        """Sandboxes for these keys, their launchers started together before any is mapped (each waits a
-        few tens of milliseconds for its launcher); one that fails is None."""
+        """Sandboxes for these keys, their launchers started together and mapped by a thread as each is
+        ready (a launcher takes tens of milliseconds), so the caller goes on at once; one that fails to
+        start is None, one that fails to map is killed (the pool passes over a dead host)."""
         started: list[_Sandbox | None] = []
         for key in keys:
             try:
                 started.append(self._spawn(key, mapped=False))
             except (EnvError, OSError):
                 started.append(None)
-        for index, sandbox in enumerate(started):
-            if sandbox is None:
-                continue
-            try:
-                sandbox.map()
-            except (EnvError, OSError):
-                sandbox.shutdown()
-                started[index] = None
+        pending = [sandbox for sandbox in started if sandbox is not None]
+        if pending:
+            threading.Thread(target=_map_each, args=(pending,), name="litmus-sandbox-map", daemon=True).start()
         return started
 
     def close(self) -> None:
@@ -589,6 +589,14 @@ def server_capabilities(shared_uid: bool, command_root: bool) -> list[str]:
 def server_args(shared_uid: bool) -> tuple[str, ...]:
     """The env server's arguments: switching to each principal's uid, or sharing one uid."""
     return tuple("--shared-uid" if a == "--switch-uid" and shared_uid else a for a in SERVER_ARGS)
+
+
+def _map_each(sandboxes: list[_Sandbox]) -> None:
+    for sandbox in sandboxes:
+        try:
+            sandbox.map()  # a failure has killed it already
+        except (EnvError, OSError):
+            pass
 
 
 def _pidfd(pids: list[int]) -> int | None:
