@@ -46,6 +46,30 @@ class MessageTooLarge(EnvError):
     """A request longer than the protocol carries; it was not sent, and the server is still in step."""
 
 
+class Reply:
+    """A request sent ahead of its reply: :meth:`result` reads the replies up to its own (the server
+    answers in order), keeping those of earlier requests for their own :meth:`result`."""
+
+    __slots__ = ("_client", "message_id", "size", "timeout", "done", "_value", "_error")
+
+    def __init__(self, client: "EnvClient", message_id: int, size: int, timeout: float):
+        self._client = client
+        self.message_id = message_id
+        self.size = size
+        self.timeout = timeout
+        self.done = False
+        self._value: Any = None
+        self._error: EnvError | None = None
+
+    def result(self) -> Any:
+        """The reply's result; raises the :class:`EnvError` the request would have raised."""
+        while not self.done:
+            self._client._read_one()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 class EnvClient:
     """Speaks the protocol over a pair of file descriptors."""
 
@@ -57,17 +81,53 @@ class EnvClient:
         self._next_id = 0
         self.broken = False
         self.window = _window(write_fd)
+        self._unread: deque[Reply] = deque()  # sent with :meth:`send`, their replies not read yet
+        self._unread_bytes = 0
 
     def request(self, op: str, timeout: float | None = None, **fields: Any) -> Any:
+        return self.send(op, timeout, **fields).result()
+
+    def send(self, op: str, timeout: float | None = None, **fields: Any) -> Reply:
+        """Send a request now and read its reply later (``result()``), so the server works on it while the
+        caller does something else. The requests whose replies are unread stay within the window, as in
+        :meth:`pipeline`: a write never blocks on a server blocked writing replies nobody reads."""
         if self.broken:
             raise ServerGone(GONE)
         message_id, data = self._encode(op, fields)
+        while self._unread and self._unread_bytes + len(data) > self.window:
+            self._read_one()
+        if self.broken:
+            raise ServerGone(GONE)
         try:
             self._send(data)
         except EnvError:
             self.broken = True
             raise
-        return self._result(message_id, self.timeout if timeout is None else timeout)
+        reply = Reply(self, message_id, len(data), self.timeout if timeout is None else timeout)
+        self._unread.append(reply)
+        self._unread_bytes += len(data)
+        return reply
+
+    def settle(self) -> None:
+        """Read every reply still unread (each kept for its :class:`Reply`)."""
+        while self._unread:
+            self._read_one()
+
+    def _read_one(self) -> None:
+        reply = self._unread.popleft()
+        self._unread_bytes -= reply.size
+        try:
+            if self.broken:
+                raise ServerGone(GONE)
+            reply._value = self._result(reply.message_id, reply.timeout)
+        except EnvError as exc:
+            reply._error = exc
+        except BaseException:  # interrupted mid-read: the stream is out of step
+            self.broken = True
+            reply._error = ServerGone(GONE)
+            raise
+        finally:
+            reply.done = True
 
     def pipeline(self, op: str, messages: Iterable[Mapping[str, Any]], timeout: float | None = None) -> Iterator[Any]:
         """One ``op`` request per message, several in flight at once: yields, in order, each reply's result
@@ -75,6 +135,7 @@ class EnvClient:
         requests while the caller handles a reply. Once the connection fails, every later one yields
         :class:`ServerGone`, as :meth:`request` would raise."""
         timeout = self.timeout if timeout is None else timeout
+        self.settle()  # the replies read below are then this pipeline's own
         messages = iter(messages)
         waiting: deque[tuple[int, int] | EnvError] = deque()  # per message: (id, size) once sent, or its refusal
         ahead: tuple[int, bytes] | None = None  # encoded, waiting for room in the window
@@ -201,26 +262,36 @@ def _window(fd: int) -> int:
 class ServerWorld(WorldHandle):
     """A world hosted by an env server; ``release`` gives the server back (to a pool, or kills it)."""
 
-    def __init__(self, client: EnvClient, release: Callable[[EnvClient], None], call_timeout: float):
+    def __init__(self, client: EnvClient, release: Callable[[EnvClient], None], call_timeout: float,
+                 snapshot_ahead: Reply | None = None):
+        """``snapshot_ahead``: a snapshot sent right after the load, answered while the caller works, for
+        the first :meth:`snapshot` or :meth:`digest` before any call (which would make it stale)."""
         self.client = client
         self._release = release
         self.call_timeout = call_timeout
         self._closed = False
+        self._snapshot_ahead = snapshot_ahead
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        self._snapshot_ahead = None
         return self.client.request("call", timeout=self.call_timeout, request=dict(request))
 
     def call_each(self, requests: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
+        self._snapshot_ahead = None
         return self.client.pipeline("call", ({"request": dict(request)} for request in requests), self.call_timeout)
 
+    def _snapshot(self) -> dict[str, Any]:
+        ahead, self._snapshot_ahead = self._snapshot_ahead, None
+        return ahead.result() if ahead is not None else self.client.request("snapshot")
+
     def snapshot(self) -> dict[str, str]:
-        return self.client.request("snapshot")["state"]
+        return self._snapshot()["state"]
 
     def report(self) -> dict[str, Any]:
         return self.client.request("report")["reports"]
 
     def digest(self) -> str:
-        return self.client.request("snapshot")["digest"]
+        return self._snapshot()["digest"]
 
     def close(self) -> None:
         if self._closed:

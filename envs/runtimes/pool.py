@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Protocol, TypeVar
 
-from ..client import CallTimeout, EnvClient, ServerGone, ServerWorld
+from ..client import CallTimeout, EnvClient, Reply, ServerGone, ServerWorld
 from ..errors import EnvError
 
 
@@ -53,6 +53,7 @@ class Pool(Generic[H]):
         self._idle: list[tuple[Hashable, H]] = []
         self._spare: tuple[Hashable, H] | None = None
         self._unkept: set[Hashable] = set()  # keys whose last host was stopped when its world closed
+        self._closing: dict[int, Reply] = {}  # idle host -> its server's answer to ``close``, read when next taken
         self._lock = threading.Lock()
         self.closed = False
 
@@ -138,17 +139,31 @@ class Pool(Generic[H]):
             self.discard(host)
 
     def _reuse(self, key: Hashable) -> H | None:
-        with self._lock:
-            for index, (idle_key, host) in enumerate(self._idle):
-                if idle_key == key:
-                    del self._idle[index]
-                    break
-            else:
-                return None
-        if host.alive():
-            return host
-        self.discard(host)
-        return None
+        while True:
+            with self._lock:
+                for index, (idle_key, host) in enumerate(self._idle):
+                    if idle_key == key:
+                        del self._idle[index]
+                        break
+                else:
+                    return None
+                closing = self._closing.pop(id(host), None)
+            if host.alive() and self._closed_cleanly(host, closing):
+                return host
+            self.discard(host)
+
+    def _closed_cleanly(self, host: H, closing: Reply | None) -> bool:
+        """Whether the server tore its last world down (its answer to ``close`` has long arrived)."""
+        if closing is None:
+            return True
+        try:
+            closing.result()
+        except EnvError:
+            return False
+        except BaseException:
+            self.discard(host)
+            raise
+        return host.client is not None and not host.client.broken
 
     def _new(self, key: Hashable) -> H:
         host = self._start(key)
@@ -164,9 +179,12 @@ class Pool(Generic[H]):
                 and (self.max_worlds is None or host.worlds < self.max_worlds) and self.idle_limit > 0)
         with self._lock:
             keep = keep and id(host) in self._live
+        closing = None
         if keep:
+            # The server tears the world down while the caller goes on; the next world of this key reads
+            # its answer before loading (the server answers in order), and a failed close stops the host.
             try:
-                client.request("close", timeout=self.close_timeout)  # type: ignore[union-attr]
+                closing = client.send("close", timeout=self.close_timeout)  # type: ignore[union-attr]
             except EnvError:
                 keep = False
             except BaseException:
@@ -175,6 +193,8 @@ class Pool(Generic[H]):
         with self._lock:
             if keep:
                 self._unkept.discard(key)
+                if closing is not None:
+                    self._closing[id(host)] = closing
             else:
                 self._unkept.add(key)
         if keep:
@@ -186,6 +206,7 @@ class Pool(Generic[H]):
         """Stop a host (once, whoever asks first)."""
         with self._lock:
             owned = self._live.pop(id(host), None) is not None
+            self._closing.pop(id(host), None)
         if owned:
             self._stop(host)
 
@@ -194,6 +215,7 @@ class Pool(Generic[H]):
         with self._lock:
             self.closed = True
             hosts, self._live, self._spare, self._idle = list(self._live.values()), {}, None, []
+            self._closing.clear()
         return hosts
 
 
@@ -201,9 +223,10 @@ class PooledWorld(ServerWorld):
     """A world on a pooled host: a call to an uncontained tool taints the host; a call or snapshot that
     loses the server stops the host at once (nothing of it lingers until the world is closed)."""
 
-    def __init__(self, host: Any, pool: Pool[Any], key: Hashable, call_timeout: float, uncontained: frozenset[str]):
+    def __init__(self, host: Any, pool: Pool[Any], key: Hashable, call_timeout: float, uncontained: frozenset[str],
+                 snapshot_ahead: Reply | None = None):
         assert host.client is not None
-        super().__init__(host.client, lambda _client: pool.give_back(key, host), call_timeout)
+        super().__init__(host.client, lambda _client: pool.give_back(key, host), call_timeout, snapshot_ahead)
         self.host = host
         self._pool = pool
         self._uncontained = uncontained
@@ -237,14 +260,15 @@ class PooledWorld(ServerWorld):
             raise
 
 
-def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], None], call_timeout: float,
+def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], Reply | None], call_timeout: float,
             uncontained: frozenset[str], world_class: type[PooledWorld] = PooledWorld,
             keep_after_bad_load: bool = True) -> PooledWorld:
     """Take a host, ``load(host)`` the world on it, and wrap it. A load that fails stops the host, or, with
-    ``keep_after_bad_load``, gives a healthy one back (a bad spec leaves the server serving)."""
+    ``keep_after_bad_load``, gives a healthy one back (a bad spec leaves the server serving). ``load`` may
+    return a snapshot it sent after the load, for the world's first snapshot."""
     host = pool.take(key)
     try:
-        load(host)
+        snapshot_ahead = load(host)
     except BaseException as exc:
         healthy = (keep_after_bad_load and isinstance(exc, EnvError) and host.client is not None
                    and not host.client.broken)
@@ -253,7 +277,7 @@ def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], None], call_ti
         else:
             pool.discard(host)
         raise
-    return world_class(host, pool, key, call_timeout, uncontained)
+    return world_class(host, pool, key, call_timeout, uncontained, snapshot_ahead)
 
 
 __all__ = ["Host", "Pool", "PooledWorld", "open_on"]

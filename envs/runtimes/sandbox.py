@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..client import EnvClient
+from ..client import EnvClient, Reply
 from ..domain import NOBODY, Semantics
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
 from ..interface import Runtime, WorldHandle
@@ -540,11 +540,17 @@ class SandboxRuntime(Runtime):
             return hosting.open_in_process(self.name, plan, spec, semantics)
         key = self._host_key(spec, plan)
 
-        def load(sandbox: _Sandbox) -> None:
+        def load(sandbox: _Sandbox) -> Reply:
             if not sandbox.info:  # a reused sandbox said hello when it was new
                 sandbox.connect()
-            sandbox.client.request("load", spec=dict(spec), semantics=semantics,  # type: ignore[union-attr]
-                                   imports=list(plan.imports))
+            client = sandbox.client
+            assert client is not None
+            loaded = client.send("load", spec=dict(spec), semantics=semantics, imports=list(plan.imports))
+            # The replay's first question of a fresh world is its state: the server answers it straight
+            # after the load, saving a round trip. It reads the world only; a load that failed fails it too.
+            snapshot = client.send("snapshot")
+            loaded.result()
+            return snapshot
 
         # a failed load ends its sandbox: the warm spare already serves the next world of these principals
         return open_on(self.pool, key, load, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,

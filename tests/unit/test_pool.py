@@ -11,6 +11,7 @@ from litmus_replay.envs.runtimes.pool import Pool, PooledWorld, open_on
 class FakeClient:
     def __init__(self):
         self.broken = False
+        self.failing_close = False
         self.requests: list[str] = []
 
     def request(self, op, timeout=None, **fields):
@@ -20,7 +21,26 @@ class FakeClient:
 
             self.broken = True
             raise CallTimeout("no answer")
+        if op == "close" and self.failing_close:
+            raise EnvError("close: the world would not tear down")
         return {"status": "ok"} if op == "call" else {}
+
+    def send(self, op, timeout=None, **fields):
+        """Sent now, its answer (or error) given when asked for (as the real client's ``Reply``)."""
+        try:
+            return Answer(self.request(op, timeout, **fields), None)
+        except EnvError as exc:
+            return Answer(None, exc)
+
+
+class Answer:
+    def __init__(self, value, error):
+        self._value, self._error = value, error
+
+    def result(self):
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class FakeHost:
@@ -197,3 +217,12 @@ def test_prepare_leaves_out_a_host_that_failed_to_start(made):
     pool = Pool(lambda key: FakeHost(key), lambda host: None, idle=2, start_many=lambda keys: [None, FakeHost("b")])
     pool.prepare(["a", "b"])
     assert pool.idle == 1 and pool.take("b").key == "b"
+
+
+def test_a_host_whose_server_failed_to_close_its_world_is_not_reused(made):
+    pool = _pool(made)
+    host = pool.take("a")
+    host.client.failing_close = True
+    pool.give_back("a", host)
+    again = pool.take("a")
+    assert again is not host and host.stopped
