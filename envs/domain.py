@@ -300,6 +300,9 @@ def _python_name(param: str) -> str:
 
 
 _REGISTRY: dict[tuple[str, Semantics], type[Domain]] = {}
+# The built-in domains, each imported (and so registered) when a world first names it: an env server
+# hosting a bank world never imports the files domain's pyfakefs or the shell's process machinery.
+BUILTIN_DOMAINS = ("bank", "files", "profiles", "records", "shell")  # each in ``domains/<name>.py``
 _entry_points_loaded = False
 _LOCK = threading.RLock()  # threads (a Dask worker's) must not see the registry half loaded
 
@@ -334,7 +337,6 @@ def _load_entry_points(refresh: bool = False) -> None:
         if _entry_points_loaded and not refresh:
             return
         _entry_points_loaded = True
-        import_module(f"{__package__}.domains")  # the built-in domains, registered as they are imported
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
             label = f"{entry.name} = {entry.value}"
             if label in _LOADED:
@@ -364,14 +366,31 @@ def plugin_errors() -> list[PluginLoadError]:
     return list(_LOAD_ERRORS)
 
 
+_BUILTINS_LOADED: set[str] = set()
+
+
+def _load_builtin(name: str) -> None:
+    """Import a built-in domain's module the first time a world names it. A class registered under its
+    name before (a plug-in's) stands, as it did when the built-ins were imported first."""
+    if name not in BUILTIN_DOMAINS or name in _BUILTINS_LOADED:
+        return
+    with _LOCK:
+        earlier = {key: cls for key, cls in _REGISTRY.items() if key[0] == name}
+    import_module(f"{__package__}.domains.{name}")  # outside the lock: the module registers as it runs
+    with _LOCK:
+        _REGISTRY.update(earlier)
+        _BUILTINS_LOADED.add(name)
+
+
 def domain_names() -> list[str]:
     _load_entry_points()
-    return sorted({name for name, _ in _REGISTRY})
+    return sorted({name for name, _ in _REGISTRY} | set(BUILTIN_DOMAINS))
 
 
 def domain_class(name: str, semantics: Semantics) -> type[Domain]:
     """The registered class for a domain and semantics; raises :class:`UnknownDomain` listing the valid ones."""
     _load_entry_points()
+    _load_builtin(name)
     try:
         return _REGISTRY[(name, semantics)]
     except KeyError:
@@ -383,6 +402,7 @@ def domain_pair(name: str) -> dict[Semantics, type[Domain]]:
     same tools. Raises :class:`UnknownDomain` for an unregistered name and :class:`WorldSpecError` (naming
     the world's section) for a half-registered or mismatched one."""
     _load_entry_points()
+    _load_builtin(name)
     pair = {semantics: _REGISTRY.get((name, semantics)) for semantics in SEMANTICS}
     if not any(pair.values()):
         raise UnknownDomain(name, domain_names())

@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import domains as _builtin_domains  # noqa: F401  (registers the built-in domains)
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
 from .rootfs import private_root
