@@ -192,7 +192,8 @@ def test_prepared_sandboxes_wait_for_their_worlds_and_a_spec_it_would_refuse_is_
         assert len(prepared) == 2 and runtime.pool.idle == 2  # one per key; the refused spec starts none
         handle = runtime.open_world(WORLD, "real")
         assert handle.sandbox in prepared and len(runtime.pool.hosts()) == 2
-        assert _sh(handle, "id -un")["stdout"].strip() == "alice"
+        outcome = handle.call({"tool": "read_file", "params": {"path": "/workspace/notes.txt"}, "principal": "alice"})
+        assert outcome["status"] == "ok" and outcome["output"] == "shared\n"
         handle.close()
         with pytest.raises(WorldSpecError):
             runtime.open_world(refused, "real")
