@@ -127,50 +127,47 @@ def test_a_pipe_that_holds_one_page_never_blocks_both_ends(server):
     assert len(answers) == len(requests)
 
 
-def test_replies_read_later_are_the_answers_one_at_a_time_gives_in_their_places():
+def test_replies_read_later_are_the_answers_one_at_a_time_gives_in_their_places(server):
     requests = _calls(6)
     answers = []
     for later in (False, True):
-        proc, client = _server()
-        try:
-            client.request("load", spec=SPEC, semantics="real")
-            if later:
-                replies = [client.send("call", request=r) for r in requests] + [client.send("snapshot")]
-                outcomes = []
-                for reply in reversed(replies):  # read last first: the earlier ones are kept for their turn
-                    try:
-                        outcomes.append(reply.result())
-                    except (ServerError, ServerGone) as exc:
-                        outcomes.append(exc)
-                answers.append(_answers(reversed(outcomes)))
-            else:
-                answers.append(_one_at_a_time(client, requests) + [client.request("snapshot")])
-            assert client.request("report") is not None  # still in step afterwards
-        finally:
-            proc.kill()
-            proc.wait()
+        _, client = server()
+        client.request("load", spec=SPEC, semantics="real")
+        if later:
+            replies = [client.send("call", request=r) for r in requests] + [client.send("snapshot")]
+            outcomes = []
+            for reply in reversed(replies):  # read last first: the earlier ones are kept for their turn
+                try:
+                    outcomes.append(reply.result())
+                except (ServerError, ServerGone) as exc:
+                    outcomes.append(exc)
+            answers.append(_answers(reversed(outcomes)))
+        else:
+            answers.append(_one_at_a_time(client, requests) + [client.request("snapshot")])
+        assert client.request("report") is not None  # still in step afterwards
     assert answers[0] == answers[1] and len(answers[1]) == len(requests) + 1
 
 
-def test_requests_sent_ahead_never_block_on_a_pipe_that_holds_one_page():
-    proc, client = _server()
+def test_requests_sent_ahead_never_block_on_a_pipe_that_holds_one_page(server):
+    proc, _ = server()
     fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 4096)
     client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
     replies: list = []
-    worker = threading.Thread(target=lambda: replies.extend(client.send("call", request=r) for r in _calls(10)))
-    try:
-        client.request("load", spec=SPEC, semantics="stub")
-        worker.start()
-        worker.join(60)
-        assert not worker.is_alive(), "the client and the server blocked each other"
-        assert [reply.result()["status"] for reply in replies[:2]] == ["ok", "ok"]
-        assert len(list(client.pipeline("call", ({"request": r} for r in _calls(1))))) == 4
-    finally:
-        proc.kill()
-        proc.wait()
+    worker = threading.Thread(target=lambda: replies.extend(client.send("call", request=r) for r in _calls(10)),
+                              daemon=True)
+    client.request("load", spec=SPEC, semantics="stub")
+    worker.start()
+    worker.join(60)
+    blocked = worker.is_alive()
+    if blocked:
+        proc.kill()  # a server blocked on its pipe would never read the end of its input
+    assert not blocked, "the client and the server blocked each other"
+    assert [reply.result()["status"] for reply in replies[:2]] == ["ok", "ok"]
+    assert len(list(client.pipeline("call", ({"request": r} for r in _calls(1))))) == 4
 
 
 def test_a_reply_unread_when_the_server_is_lost_fails_as_its_request_would():
+    # answers one request, then exits with the rest unread (it makes no world directory)
     script = ("import sys, json\n"
               "m = json.loads(sys.stdin.readline())\n"
               "sys.stdout.write(json.dumps({'id': m['id'], 'ok': True, 'result': m['op']}) + '\\n'); sys.stdout.flush()\n")
