@@ -7,6 +7,7 @@ report still holds them.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -102,7 +103,26 @@ def _limit_option(func):
     )(func)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose commands in other modules are imported only when they run (or ``--help`` lists them):
+    ``revalidate`` need not import what ``fidelity`` and ``nearmiss`` do (hypothesis, their search code)."""
+
+    lazy = {
+        "fidelity": "litmus_replay.replay.fidelity.command:fidelity_command",
+        "nearmiss": "litmus_replay.replay.nearmiss.command:nearmiss_command",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, name = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="litmus-replay")
 def main() -> None:
     """Replay recorded agent trajectories into a stub world and a real world, and score every tool call
@@ -428,24 +448,6 @@ def tools(domains: tuple[str, ...], as_json: bool) -> None:
         for tool, args in entries.items():
             shown = "**any" if args is None else ", ".join(str(arg) for arg in args)
             click.echo(f"  {tool}({shown})")
-
-
-def _fidelity() -> None:
-    from .fidelity.command import fidelity_command
-
-    main.add_command(fidelity_command)
-
-
-_fidelity()
-
-
-def _nearmiss() -> None:
-    from .nearmiss.command import nearmiss_command
-
-    main.add_command(nearmiss_command)
-
-
-_nearmiss()
 
 
 @main.group()
