@@ -27,7 +27,7 @@ import re
 import signal
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -41,6 +41,7 @@ from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from . import limits
 from .analysis import analyse
+from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401 (part of this module's interface)
 from .bridges import benchmark_checks
 from .engine import Replayer
 from .errors import InputError, UnknownName
@@ -48,7 +49,7 @@ from .model import Trajectory
 from .report.atomic import open_atomic, write_atomic
 from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
 from .report.html import PageNav, trajectory_html, with_nav
-from .run_index import OffsetIndex, RunIndex
+from .run_index import Found, OffsetIndex, RunIndex
 from .spool import Spool
 from .worlds import NoWorld, WorldCatalog
 
@@ -58,9 +59,8 @@ BATCH = "batch.json"
 REPORT_MODES = ("all", "flagged", "none")
 REPORTS_DIR = "reports"
 RUN_SUFFIXES = (".json", ".jsonl", ".eval", ".yaml", ".yml")
-SUMMARY_VERSION = 1
 SYNC_SECONDS = 1.0  # results.jsonl goes to disk at least this often
-NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
+SUMMARY_SECONDS = 1.0  # summary.json is rewritten at most this often while the batch runs
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -129,13 +129,94 @@ class Unreadable:
 
 
 class Discovery:
-    """What :func:`discover` found, kept on disk: the trajectories in a :class:`~.spool.Spool`, the inputs'
-    order and run ids in a :class:`~.run_index.RunIndex`. Read it as a stream (:meth:`iter_runs`,
-    :meth:`run_ids`); ``runs`` and ``unreadable`` make lists, for small batches."""
+    """What discovery finds, kept on disk: the trajectories in a :class:`~.spool.Spool`, the inputs' order and
+    run ids in a :class:`~.run_index.RunIndex`.
 
-    def __init__(self) -> None:
+    Inputs are read one file at a time (:meth:`step`), so a batch can replay the runs found so far while it
+    reads the rest (:meth:`stream`); :func:`discover` reads them all at once. Read what was found as a
+    stream (:meth:`iter_runs`, :meth:`run_ids`); ``runs`` and ``unreadable`` make lists, for small batches.
+    """
+
+    def __init__(self, paths: Iterable[str | Path] = (), fmt: str = "auto", *,
+                 on_complete: Callable[["Discovery"], None] | None = None) -> None:
         self.spool = Spool()
         self.index = RunIndex()
+        self.found_runs = 0  # runs found so far
+        self.complete = False
+        self._files = _run_files(paths)
+        self._fmt = fmt
+        self._on_complete = on_complete
+
+    def step(self) -> bool:
+        """Read the next input file; False once every file is read and the runs have their ids."""
+        if self.complete:
+            return False
+        following = next(self._files, None)
+        if following is not None:
+            self._read(*following)
+            return True
+        # A run is known by its trajectory id where that is unique in the batch, else by where it sits
+        # under the input it was found in (two pipelines both named ``local``: ``local/…@modelA/local/….json``).
+        # The id then does not depend on which other files were read, so a resumed batch finds it again.
+        self.index.name()
+        self.complete = True
+        if self._on_complete is not None:
+            self._on_complete(self)
+        return False
+
+    def read_all(self) -> "Discovery":
+        while self.step():
+            pass
+        return self
+
+    def _read(self, item: Path, root: Path) -> None:
+        """One file's runs: each trajectory to the spool, its place to the index (one file's runs in memory)."""
+        index = self.index
+        try:
+            limits.check_file_size(item)
+            trajectories = load_trajectories(item, self._fmt)
+        except (InputError, UnknownName) as exc:
+            index.add_unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
+            return
+        except OSError as exc:  # a file that vanished or cannot be opened between listing and reading
+            index.add_unreadable(str(item), f"{item}: cannot read: {exc.strerror or exc}")
+            return
+        here = item.resolve()
+        where = _within(item, root)
+        kept = []
+        for position, trajectory in enumerate(trajectories):
+            # Runs an index file read from other files (tau2's results.json names simulations/*.json):
+            # those files, met later, give the same runs again, which are not counted twice.
+            if index.was_read_elsewhere(str(here), trajectory.id):
+                continue
+            source = Path(trajectory.source.path).resolve() if trajectory.source.path else here
+            if source != here:
+                index.read_elsewhere(str(source), trajectory.id)
+            kept.append((position, trajectory))
+        in_file = Counter(trajectory.id for _, trajectory in kept)
+        for position, trajectory in kept:
+            index.add_run(str(item), where, position, trajectory.id, *self.spool.put(trajectory.model_dump_json()),
+                          repeated_in_file=in_file[trajectory.id] > 1)
+        self.found_runs += len(kept)
+
+    def stream(self, on_unreadable: Callable[[Unreadable], None]) -> Iterator[Run]:
+        """The runs in discovery order as they are found, each under the id it had when found (see
+        :meth:`RunIndex.add_run`); files are read as the stream catches up with what was found, and a
+        file no adapter could read goes to ``on_unreadable``."""
+        seq = 0
+        while True:
+            page = self.index.after(seq)
+            if not page:
+                if self.step():
+                    continue
+                return
+            for found in page:
+                seq = found.seq
+                if found.reason is not None:
+                    on_unreadable(Unreadable(found.file, found.reason))
+                else:
+                    yield Run(found.early_id, found.seq, found.file, stored=(self.spool, found.offset, found.length),
+                              trajectory_id=found.trajectory_id)
 
     def _items(self) -> Iterator[Run | Unreadable]:
         for found in self.index:
@@ -194,35 +275,7 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
 
     One file's runs are in memory at a time: each trajectory goes to the spool and its place to the index
     as soon as its file is read."""
-    found = Discovery()
-    index = found.index
-    for item, root in _run_files(paths):
-        try:
-            limits.check_file_size(item)
-            trajectories = load_trajectories(item, fmt)
-        except (InputError, UnknownName) as exc:
-            index.add_unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
-            continue
-        except OSError as exc:  # a file that vanished or cannot be opened between listing and reading
-            index.add_unreadable(str(item), f"{item}: cannot read: {exc.strerror or exc}")
-            continue
-        here = item.resolve()
-        where = _within(item, root)
-        for position, trajectory in enumerate(trajectories):
-            # Runs an index file read from other files (tau2's results.json names simulations/*.json):
-            # those files, met later, give the same runs again, which are not counted twice.
-            if index.was_read_elsewhere(str(here), trajectory.id):
-                continue
-            source = Path(trajectory.source.path).resolve() if trajectory.source.path else here
-            if source != here:
-                index.read_elsewhere(str(source), trajectory.id)
-            index.add_run(str(item), where, position, trajectory.id, *found.spool.put(trajectory.model_dump_json()))
-        del trajectories  # the next file's runs replace these
-    # A run is known by its trajectory id where that is unique in the batch, else by where it sits under
-    # the input it was found in (two pipelines both named ``local``: ``local/…@modelA/local/….json``). The
-    # id then does not depend on which other files were read, so a resumed batch finds it again.
-    index.name()
-    return found
+    return Discovery(paths, fmt).read_all()
 
 
 def _within(file: Path, root: Path) -> str:
@@ -408,11 +461,14 @@ class ResultsFile:
 
     What the batch keeps of each line is only where it lies (an :class:`~.run_index.OffsetIndex`, itself on
     disk; a later line of a run replaces an earlier one): however many runs there are, memory stays flat.
+    With a :class:`~.batch_summary.Summary`, the file's summary is kept as lines come: a run's earlier line
+    leaves it when a later one comes.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, summary: Summary | None = None):
         self.path = path
         self.index = OffsetIndex()
+        self.summary = summary
         self.empty = True  # no complete line in the file: nothing to resume
         _cut_torn_line(path)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -421,16 +477,25 @@ class ResultsFile:
         for offset, raw in _complete_lines(path):
             line = _parse_line(raw)
             if line is not None:
+                self._count(line)
                 self.index.put(line["run"], offset, len(raw))
                 self.empty = False
 
     def append(self, line: dict[str, Any]) -> None:
         data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         os.write(self.fd, data)
+        self._count(line)
         self.index.put(line["run"], self.end, len(data))
         self.end += len(data)
         if time.monotonic() - self._synced >= SYNC_SECONDS:
             self.sync()
+
+    def _count(self, line: dict[str, Any]) -> None:
+        if self.summary is not None:
+            earlier = self.get(line["run"])
+            if earlier is not None:
+                self.summary.remove(earlier)
+            self.summary.add(line)
 
     def sync(self) -> None:
         os.fsync(self.fd)
@@ -494,17 +559,42 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return None
 
 
-def finish_results(path: Path, results: ResultsFile, order: Iterable[str]) -> None:
+def finish_results(path: Path, results: ResultsFile, found: Iterable[Found], out: Path) -> dict[str, Any]:
     """Rewrite the results in discovery order, atomically: the same batch always ends with the same file.
+    Returns the summary of the file written.
 
     Only this batch's runs are kept: lines of runs no longer among the inputs would skew the summary.
-    The lines are copied from the file as they are, one at a time.
+    The lines are copied from the file as they are, one at a time; a run replayed under the id it had
+    before a later file repeated its trajectory id gets its own id now, and its page the name that goes
+    with it.
     """
+    summary = Summary()
     with open_atomic(path, binary=True) as handle:
-        for run_id in order:
-            raw = results.raw(run_id)
+        for item in found:
+            raw = results.raw(item.run_id)
+            if item.early_id not in (None, item.run_id):
+                early = results.get(item.early_id)
+                if raw is None and early is not None:
+                    raw = _renamed(early, item.run_id, out)
+                elif raw is not None and early is not None and isinstance(early.get("report"), str):
+                    (out / early["report"]).unlink(missing_ok=True)  # a page under the id it had, before a resume
             if raw is not None:
                 handle.write(raw)
+                summary.add(json.loads(raw))
+    return summary.document()
+
+
+def _renamed(line: dict[str, Any], run_id: str, out: Path) -> bytes:
+    """A result line under another run id, its page moved to the name that goes with the new id."""
+    line = {**line, "run": run_id}
+    if isinstance(line.get("report"), str):
+        page = report_path(run_id)
+        try:
+            os.replace(out / line["report"], out / page)
+        except FileNotFoundError:
+            pass
+        line["report"] = page
+    return (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
 
 
 def iter_results(path: Path) -> Iterator[dict[str, Any]]:
@@ -620,74 +710,6 @@ def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str) -> Trajecto
     return matches[0]
 
 
-# --- the summary --------------------------------------------------------------------------------
-
-
-def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The re-validation table (original verdict x re-validated class) and the run ids that matter.
-
-    ``input_error`` lists every input that could not be replayed as given: a file no adapter could read
-    (its run id is its path) and a run that calls tools its world does not know; each reason is in its
-    line of ``results.jsonl``."""
-    table: dict[str, dict[str, int]] = {}
-    named: dict[str, list[str]] = {key: [] for key in ("over_penalised", "under_penalised", "missing_world",
-                                                         "harness_error", "input_error", "no_tool_calls")}
-    unknown: Counter[str] = Counter()
-    checked: list[dict[str, Any]] = []  # the benchmark's own checks, where a bridge ran them
-    runs = 0
-    for line in lines:  # read once, as a stream: only the runs named below are kept
-        runs += 1
-        if line.get("checks") or line.get("drift"):
-            checked.append({key: line.get(key) for key in ("run", "checks", "drift")})
-        column = line.get("revalidated") or line["status"]
-        row = table.setdefault(line.get("original") or "none", {})
-        row[column] = row.get(column, 0) + 1
-        if line.get("finding") in ("over_penalised", "under_penalised"):
-            named[line["finding"]].append(line["run"])
-        if line["status"] in ("missing_world", "input_error", NO_TOOL_CALLS):
-            named[line["status"]].append(line["run"])
-        if line["status"] == "harness_error" or line.get("harness_errors"):
-            named["harness_error"].append(line["run"])
-        unknown.update(line.get("unknown_tools") or {})
-    return {
-        "summary": "litmus-replay.revalidate",
-        "version": SUMMARY_VERSION,
-        "runs": runs,
-        "table": {row: dict(sorted(cols.items())) for row, cols in sorted(table.items())},
-        "over_penalised": sorted(named["over_penalised"]),
-        "under_penalised": sorted(named["under_penalised"]),
-        "missing_world": sorted(named["missing_world"]),
-        "harness_error": sorted(named["harness_error"]),
-        "input_error": sorted(named["input_error"]),
-        "no_tool_calls": sorted(named["no_tool_calls"]),
-        # the tools no domain or binding knows, most frequent first: the bindings worth writing
-        "unknown_tools": dict(sorted(unknown.items(), key=lambda item: (-item[1], item[0]))),
-        **({"checks": checks} if (checks := summarise_checks(checked)) else {}),
-    }
-
-
-def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """Agreement of the replay with the benchmark's own checks: per check, the runs that agree out of those
-    compared, and every disagreement with the first call that departs from the recording."""
-    rates: dict[str, dict[str, Any]] = {}
-    disagreements = []
-    for line in lines:
-        for name, check in sorted((line.get("checks") or {}).items()):
-            rate = rates.setdefault(name, {"agree": 0, "runs": 0})
-            rate["runs"] += 1
-            rate["agree"] += bool(check.get("agree"))
-            if not check.get("agree"):
-                disagreements.append({"run": line["run"], "check": name, **{k: check.get(k) for k in (
-                    "recorded", "replayed", "first_departure", "explanation")}})
-    if not rates:
-        return {}
-    for rate in rates.values():
-        rate["rate"] = round(rate["agree"] / rate["runs"], 4)
-    drifted = [line for line in lines if (line.get("drift") or {}).get("calls")]
-    return {"agreement": dict(sorted(rates.items())), "disagreements": disagreements,
-            "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
-
-
 # --- executors ---------------------------------------------------------------------------------
 
 # Chunks in flight per worker: one running, the rest queued so a worker never waits for the next. Runs
@@ -696,17 +718,24 @@ def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
 CHUNKS_PER_WORKER = 3
 
 
-def _chunks(runs: Iterable[Run], size: int) -> Iterator[list[Run]]:
-    """Consecutive chunks of ``size`` runs, taken from ``runs`` one chunk at a time."""
+def _chunks(runs: Iterable[Run], size: int | Callable[[], int]) -> Iterator[list[Run]]:
+    """Consecutive chunks of ``size`` runs (a number, or a function asked before each chunk), taken from
+    ``runs`` one chunk at a time."""
     stream = iter(runs)
-    while part := list(islice(stream, size)):
+    while part := list(islice(stream, size() if callable(size) else size)):
         yield part
 
 
-def execute_local(runs: Iterable[Run], jobs: int, work: Callable[[list[Run]], list[dict[str, Any]]],
-                  on_line: Callable[[dict[str, Any]], None], chunk: int, *, in_flight: int | None = None) -> None:
+Work = Callable[[list[Run]], list[dict[str, Any]]]
+
+
+def execute_local(runs: Iterable[Run], jobs: int, work: Work, on_line: Callable[[dict[str, Any]], None],
+                  chunk: int | Callable[[], int], *, in_flight: int | None = None,
+                  idle: Callable[[], bool] | None = None) -> None:
     """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes; at
     most ``in_flight`` chunks (``CHUNKS_PER_WORKER`` per worker by default) are sent and unfinished.
+    ``idle`` is this process's own work, done a step at a time while the workers run (it returns False
+    once there is no more): discovery reading ahead of the runs sent.
 
     A worker that dies (a crash in native code, the kernel's OOM killer) breaks the whole pool and every
     chunk still in it. Those runs are not charged with it: they are run again one per task, at most
@@ -718,13 +747,50 @@ def execute_local(runs: Iterable[Run], jobs: int, work: Callable[[list[Run]], li
             for line in work(part):
                 on_line(line)
         return
-    limit = max(1, in_flight or jobs * CHUNKS_PER_WORKER)
-    parts = _chunks(runs, chunk)
     lost: list[Run] = []
-    waiting: list[Run] | None = None  # a chunk a broken pool refused, for the next pool
+    _in_pools(_chunks(runs, chunk), jobs, max(1, in_flight or jobs * CHUNKS_PER_WORKER), work, _each(on_line),
+              lambda part, exc: lost.extend(part),  # BrokenProcessPool, an unpicklable result: retried, run by run
+              idle)
+    if lost:
+        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line)
+
+
+def _run_apart(runs: list[Run], width: int, work: Work, on_line: Callable[[dict[str, Any]], None]) -> None:
+    """Each run as its own task, at most ``width`` in flight, a fresh pool after any breaks; with
+    ``width`` 1 a run that fails is the one to blame, and is a harness error."""
+    suspects: list[Run] = []
+
+    def failed(part: list[Run], exc: BaseException) -> None:
+        if width == 1:
+            on_line(_worker_failed(part[0], exc))
+        else:
+            suspects.extend(part)
+
+    _in_pools(([run] for run in runs), width, width, work, _each(on_line), failed)
+    if suspects:
+        _run_apart(suspects, 1, work, on_line)
+
+
+def _each(on_line: Callable[[dict[str, Any]], None]) -> Callable[[list[Run], list[dict[str, Any]]], None]:
+    """A finished part's lines, one by one, to ``on_line``."""
+
+    def done(part: list[Run], lines: list[dict[str, Any]]) -> None:
+        for line in lines:
+            on_line(line)
+
+    return done
+
+
+def _in_pools(parts: Iterator[list[Run]], width: int, limit: int, work: Work,
+              done: Callable[[list[Run], list[dict[str, Any]]], Any],
+              failed: Callable[[list[Run], BaseException], Any], idle: Callable[[], bool] | None = None) -> None:
+    """Send ``parts`` to a process pool of ``width`` workers as earlier ones finish, at most ``limit``
+    unfinished; each part's lines go to ``done``, or its exception to ``failed``. A pool that breaks takes
+    the parts it held with it (to ``failed``); the parts not yet sent go on in a fresh pool."""
+    waiting: list[Run] | None = None  # a part a broken pool refused, for the next pool
     more = True
     while more:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=width) as pool:
             inflight: dict[Any, list[Run]] = {}
             broken = False
             while True:
@@ -740,57 +806,22 @@ def execute_local(runs: Iterable[Run], jobs: int, work: Callable[[list[Run]], li
                         waiting, broken = part, True
                 if not inflight:
                     break
+                if idle is not None:  # this process's own work, while nothing has finished
+                    finished, _ = wait(inflight, timeout=0, return_when=FIRST_COMPLETED)
+                    if not finished:
+                        if not idle():
+                            idle = None
+                        continue
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for future in finished:
                     part = inflight.pop(future)
                     try:
                         lines = future.result()
-                    except Exception as exc:  # BrokenProcessPool, an unpicklable result: retried, run by run
-                        broken = broken or isinstance(exc, BrokenProcessPool)
-                        lost.extend(part)
-                        continue
-                    for line in lines:
-                        on_line(line)
-    if lost:
-        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line)
-
-
-def _run_apart(runs: list[Run], width: int, work: Callable[[list[Run]], list[dict[str, Any]]],
-               on_line: Callable[[dict[str, Any]], None]) -> None:
-    """Each run as its own task, at most ``width`` in flight, a fresh pool after any breaks; with
-    ``width`` 1 a run that fails is the one to blame, and is a harness error."""
-    queue = deque(runs)
-    suspects: list[Run] = []
-    while queue:
-        with ProcessPoolExecutor(max_workers=width) as pool:
-            inflight: dict[Any, Run] = {}
-            broken = False
-            while inflight or (queue and not broken):
-                while queue and not broken and len(inflight) < width:
-                    run = queue.popleft()
-                    try:
-                        inflight[pool.submit(work, [run])] = run
-                    except BrokenProcessPool:
-                        queue.appendleft(run)
-                        broken = True
-                if not inflight:
-                    break
-                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    run = inflight.pop(future)
-                    try:
-                        lines = future.result()
                     except Exception as exc:
                         broken = broken or isinstance(exc, BrokenProcessPool)
-                        if width == 1:
-                            on_line(_worker_failed(run, exc))
-                        else:
-                            suspects.append(run)
+                        failed(part, exc)
                         continue
-                    for line in lines:
-                        on_line(line)
-    if suspects:
-        _run_apart(suspects, 1, work, on_line)
+                    done(part, lines)
 
 
 def _worker_failed(run: Run, exc: BaseException) -> dict[str, Any]:
@@ -858,10 +889,13 @@ def execute_dask(runs: Iterable[Run], scheduler: str, work: Callable[[list[Run]]
 
 @dataclass
 class Progress:
-    """Callbacks a front end can hang a progress bar on."""
+    """Callbacks a front end can hang a progress bar on: ``start`` when a resumed batch knows what is done,
+    ``total`` when a new one has found every input (it replays runs while it finds more), ``advance`` as
+    each line is written."""
 
     start: Callable[[int, int], None] = lambda total, done: None
     advance: Callable[[dict[str, Any]], None] = lambda line: None
+    total: Callable[[int], None] = lambda total: None
 
 
 def run_batch(
@@ -900,42 +934,60 @@ def run_batch(
     if fmt != "auto":
         get_adapter(fmt)  # an unknown format fails here, before anything is written
     WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
-    found = discover(paths, fmt)
     try:
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
-        writer = ResultsFile(results_path)
+        writer = ResultsFile(results_path, Summary())
         write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
     except OSError as exc:
-        found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
-
-    def todo() -> Iterator[Run]:
-        """The runs still to replay, read from disk as the executor asks for them."""
-        if writer.empty:
-            return found.iter_runs()
-        return (run for run in found.iter_runs() if not _settled(writer.get(run.run_id), run, out, reports))
-
-    runs = found.index.count(runs_only=True)
-    remaining = runs if writer.empty else sum(1 for _ in todo())
-    progress.start(found.index.count(), runs - remaining)
+    summary_due = 0.0  # when summary.json is next written, as the lines come
 
     def on_line(line: dict[str, Any]) -> None:
+        nonlocal summary_due
         writer.append(line)
         progress.advance(line)
+        if time.monotonic() >= summary_due:
+            write_atomic(out / SUMMARY, json.dumps(writer.summary.document(), indent=2) + "\n")
+            summary_due = time.monotonic() + SUMMARY_SECONDS
+
+    taken = 0  # runs the executor has taken
+
+    def counted(runs: Iterator[Run]) -> Iterator[Run]:
+        nonlocal taken
+        for run in runs:
+            taken += 1
+            yield run
+
+    remaining = None  # runs still to replay, where known before they are found
+    if writer.empty:
+        # A new batch replays runs as they are found: each under the id it has so far, which only a later
+        # file repeating its trajectory id changes (set right when the results are finished).
+        found = Discovery(paths, fmt, on_complete=lambda done: progress.total(done.index.count()))
+        todo = counted(found.stream(lambda unreadable: on_line(unreadable.line())))
+    else:  # resuming: the runs' ids first, to know which are done
+        found = discover(paths, fmt)
+        remaining = sum(1 for run in found.iter_runs() if not _settled(writer.get(run.run_id), run, out, reports))
+        todo = counted(run for run in found.iter_runs() if not _settled(writer.get(run.run_id), run, out, reports))
+        progress.start(found.index.count(), found.found_runs - remaining)
+        for unreadable in found.iter_unreadable():
+            on_line(unreadable.line())
+
+    def chunk() -> int:
+        """Up to 25 runs, fewer while few are known to be waiting: the workers start at once, and share the
+        last runs evenly."""
+        waiting = (found.found_runs if remaining is None else remaining) - taken
+        return max(1, min(25, waiting // max(1, jobs * 8)))
 
     # Absolute paths: a Dask worker was started in a directory of its own.
     work = partial(replay_runs, worlds_dir=str(Path(worlds_dir).resolve()) if worlds_dir is not None else None,
                    runtime=runtime, out_dir=str(out.resolve()), reports=reports)
-    chunk = max(1, min(25, remaining // max(1, jobs * 8)))
     try:
-        for unreadable in found.iter_unreadable():
-            on_line(unreadable.line())
         if executor == "dask":
-            execute_dask(todo(), scheduler, work, on_line, chunk)
+            execute_dask(todo, scheduler, work, on_line, chunk)
         else:
-            execute_local(todo(), jobs, work, on_line, chunk)
-        finish_results(results_path, writer, found.run_ids())
+            execute_local(todo, jobs, work, on_line, chunk, idle=found.step)
+        summary = finish_results(results_path, writer, found.index, out)
     finally:
         writer.close()
         found.close()
@@ -943,7 +995,6 @@ def run_batch(
             close_worker()
     ordered = partial(iter_results, results_path)  # the finished results, read afresh for each use
     link_pages(out, ordered)
-    summary = summarise(ordered())
     write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
     write_batch_index(out / "index.html", ordered(), summary)
     return summary

@@ -322,7 +322,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         if line["status"] == "input_error":
             input_errors.append(line)
 
-    hooks = batch.Progress(start=start, advance=advance)
+    hooks = batch.Progress(start=start, advance=advance, total=lambda total: bar.update(task, total=total))
     missing = batch.missing_inputs(runs)
     if missing:  # before the runtime, the bar or anything in --out
         _fail(f"{missing[0]}: no such file or directory")

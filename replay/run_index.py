@@ -33,7 +33,9 @@ def _rows(cursor: sqlite3.Cursor) -> Iterator[tuple]:
 
 class Found(NamedTuple):
     """One input as discovery found it: a run (its trajectory stored at ``offset``/``length``) or a file no
-    adapter could read (``reason`` set, ``run_id`` its path)."""
+    adapter could read (``reason`` set, ``run_id`` its path). ``early_id`` is the id the run was given when
+    it was found, before the whole batch was read: the same as ``run_id`` unless a later file repeated its
+    trajectory id."""
 
     seq: int
     run_id: str
@@ -42,11 +44,13 @@ class Found(NamedTuple):
     offset: int | None
     length: int | None
     reason: str | None
+    early_id: str | None = None
 
 
 class RunIndex:
-    """The inputs of a batch in discovery order. Runs are added as files are read; :meth:`name` then gives
-    each its run id, which needs the whole batch (a trajectory id repeated across files is qualified)."""
+    """The inputs of a batch in discovery order. Runs are added as files are read, each with the id it can be
+    given so far; :meth:`name` then gives each its run id, which needs the whole batch (a trajectory id
+    repeated across files is qualified, so the first of them is renamed then)."""
 
     def __init__(self) -> None:
         self._db = _private_database()
@@ -54,22 +58,34 @@ class RunIndex:
         self._db.executescript(
             """
             CREATE TABLE found (seq INTEGER PRIMARY KEY, file TEXT NOT NULL, place TEXT, position INTEGER,
-                                trajectory TEXT, offset INTEGER, length INTEGER, reason TEXT);
+                                trajectory TEXT, offset INTEGER, length INTEGER, reason TEXT, early TEXT);
+            CREATE INDEX found_by_trajectory ON found (trajectory);
             CREATE TABLE named (seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL);
             CREATE TABLE elsewhere (source TEXT, trajectory TEXT, PRIMARY KEY (source, trajectory)) WITHOUT ROWID;
             """
         )
         self._db.execute("BEGIN")  # never committed: the database is gone with the batch, and no write waits
 
-    def add_run(self, file: str, place: str, position: int, trajectory_id: str, offset: int, length: int) -> None:
-        """A run found at ``position`` in ``file`` (``place``: where that file sits under its input)."""
+    def add_run(self, file: str, place: str, position: int, trajectory_id: str, offset: int, length: int, *,
+                repeated_in_file: bool = False) -> tuple[int, str]:
+        """A run found at ``position`` in ``file`` (``place``: where that file sits under its input;
+        ``repeated_in_file``: the file holds its trajectory id more than once). Returns its place in
+        discovery order and its id so far: the trajectory id unless the batch has met that id before (or
+        the file repeats it), and then already the qualified id it keeps. Only an id given unqualified can
+        change, when a later file repeats it."""
         with self._lock:
-            self._db.execute("INSERT INTO found (file, place, position, trajectory, offset, length) VALUES (?,?,?,?,?,?)",
-                             (file, place, position, trajectory_id, offset, length))
+            seen = repeated_in_file or self._db.execute(
+                "SELECT 1 FROM found WHERE trajectory = ? LIMIT 1", (trajectory_id,)).fetchone() is not None
+            early = _qualified(trajectory_id, place, position, repeated_in_file) if seen else trajectory_id
+            cursor = self._db.execute(
+                "INSERT INTO found (file, place, position, trajectory, offset, length, early) VALUES (?,?,?,?,?,?,?)",
+                (file, place, position, trajectory_id, offset, length, early))
+            return cursor.lastrowid, early
 
-    def add_unreadable(self, file: str, reason: str) -> None:
+    def add_unreadable(self, file: str, reason: str) -> int:
+        """A file no adapter could read; returns its place in discovery order."""
         with self._lock:
-            self._db.execute("INSERT INTO found (file, reason) VALUES (?, ?)", (file, reason))
+            return self._db.execute("INSERT INTO found (file, reason) VALUES (?, ?)", (file, reason)).lastrowid
 
     def read_elsewhere(self, source: str, trajectory_id: str) -> None:
         """Remember that an index file gave this run of ``source``: met again there, it is not counted twice."""
@@ -97,25 +113,27 @@ class RunIndex:
                 for seq, place, position, trajectory, reason, in_batch, in_file in _rows(cursor):
                     if reason is not None:
                         continue
-                    run_id = trajectory
-                    if in_batch > 1:
-                        run_id = f"{trajectory}@{place}" + (f"#{position}" if in_file > 1 else "")
-                    yield seq, run_id
+                    yield seq, _qualified(trajectory, place, position, in_file > 1) if in_batch > 1 else trajectory
 
             self._db.executemany("INSERT INTO named VALUES (?, ?)", ids())
 
     def __iter__(self) -> Iterator[Found]:
         """Every input, in discovery order, read from disk a few hundred at a time."""
-        cursor = self._db.cursor()
+        seq = 0
+        while page := self.after(seq):
+            yield from page
+            seq = page[-1].seq
+
+    def after(self, seq: int, limit: int = _FETCH) -> list[Found]:
+        """The next ``limit`` inputs after ``seq`` in discovery order (to follow discovery as it goes)."""
         with self._lock:
-            cursor.execute(
+            rows = self._db.execute(
                 """
-                SELECT found.seq, COALESCE(named.run_id, found.file), file, trajectory, offset, length, reason
-                FROM found LEFT JOIN named ON named.seq = found.seq ORDER BY found.seq
-                """
-            )
-        for row in _rows(cursor):
-            yield Found(*row)
+                SELECT found.seq, COALESCE(named.run_id, found.early, found.file), file, trajectory, offset, length,
+                       reason, COALESCE(found.early, found.file)
+                FROM found LEFT JOIN named ON named.seq = found.seq WHERE found.seq > ? ORDER BY found.seq LIMIT ?
+                """, (seq, limit)).fetchall()
+        return [Found(*row) for row in rows]
 
     def count(self, *, runs_only: bool = False) -> int:
         with self._lock:
@@ -124,6 +142,12 @@ class RunIndex:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _qualified(trajectory: str, place: str, position: int, repeated_in_file: bool) -> str:
+    """The id of a run whose trajectory id the batch repeats: qualified by where its file sits under its
+    input, and by its place in the file where the file repeats it too."""
+    return f"{trajectory}@{place}" + (f"#{position}" if repeated_in_file else "")
 
 
 class OffsetIndex:

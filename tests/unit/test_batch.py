@@ -151,6 +151,37 @@ def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     assert got == expected
 
 
+def test_a_killed_batch_leaves_a_summary_of_the_results_written_so_far(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path, copies=40)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(_revalidate_command(runs, worlds, out), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    while proc.poll() is None and _lines(out / "results.jsonl") < 40:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the batch finished before it could be interrupted; make it bigger"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_bytes().splitlines(keepends=True)
+             if line.endswith(b"\n")]
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0 < summary["runs"] <= len(lines) < PACK_RUNS * 40
+    assert summary == batch.summarise(lines[: summary["runs"]]), "the summary of the lines written before it"
+
+
+def test_a_trajectory_id_a_later_file_repeats_gives_its_runs_the_ids_discovery_gives(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    line = (runs / "runs.jsonl").read_text().splitlines()[0]
+    (runs / "z-again.jsonl").write_text(line + "\n")  # read last: the first run's id changes when it is met
+    out = tmp_path / "out"
+    batch.run_batch([runs], worlds, out, runtime="inprocess", jobs=2, reports="all")
+    lines = [json.loads(text) for text in (out / "results.jsonl").read_text().splitlines()]
+    assert [result["run"] for result in lines] == list(batch.discover([runs]).run_ids())
+    assert sum("@" in result["run"] for result in lines) == 2
+    pages = sorted(path.name for path in (out / "reports").iterdir())
+    assert pages == sorted(Path(batch.report_path(result["run"])).name for result in lines)
+    assert json.loads((out / "summary.json").read_text()) == batch.summarise(lines)
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
 

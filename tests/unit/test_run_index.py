@@ -66,3 +66,28 @@ def test_the_latest_offset_of_a_line_wins(puts):
     assert {run_id: index.get(run_id) for run_id in latest} == latest
     assert len(index) == len(latest) and index.get("never written") is None
     index.close()
+
+
+@given(INPUTS)
+def test_a_run_keeps_the_id_it_was_found_under_unless_a_later_file_repeats_its_trajectory(inputs):
+    index = RunIndex()
+    positions: Counter[str] = Counter()
+    in_file = Counter((file, trajectory) for file, trajectory in inputs if trajectory is not None)
+    early = []
+    for number, (file, trajectory) in enumerate(inputs):
+        if trajectory is None:
+            index.add_unreadable(file, f"{file}: not a run")
+            continue
+        seq, given_id = index.add_run(file, file, positions[file], trajectory, number, 1,
+                                      repeated_in_file=in_file[(file, trajectory)] > 1)
+        positions[file] += 1
+        early.append((seq, number, file, trajectory, given_id))
+    index.name()
+    final = {item.seq: item for item in index}
+    index.close()
+    for seq, number, file, trajectory, given_id in early:
+        assert final[seq].early_id == given_id
+        later_elsewhere = any(f != file and t == trajectory for f, t in inputs[number + 1:])
+        if given_id != final[seq].run_id:
+            assert given_id == trajectory and later_elsewhere, "only an unqualified id changes, when a later file repeats it"
+    assert len({given_id for *_, given_id in early}) == len(early), "ids given as runs are found are unique too"

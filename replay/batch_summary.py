@@ -1,0 +1,114 @@
+"""A batch's summary (``summary.json``): the re-validation table and the run ids that matter, kept as
+result lines arrive, so a batch can write it as it goes and a line replaced on resume is taken back out.
+
+It holds counts, and the ids of the runs it names (over- and under-penalised, missing worlds, harness
+and input errors, runs without tool calls); the lines themselves stay in ``results.jsonl``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable
+
+__all__ = ["NO_TOOL_CALLS", "SUMMARY_VERSION", "Summary", "summarise", "summarise_checks"]
+
+SUMMARY_VERSION = 1
+NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
+_NAMED = ("over_penalised", "under_penalised", "missing_world", "harness_error", "input_error", NO_TOOL_CALLS)
+
+
+def _named_in(line: dict[str, Any]) -> list[str]:
+    """The summary's lists that name this line's run."""
+    names = []
+    if line.get("finding") in ("over_penalised", "under_penalised"):
+        names.append(line["finding"])
+    if line["status"] in ("missing_world", "input_error", NO_TOOL_CALLS):
+        names.append(line["status"])
+    if line["status"] == "harness_error" or line.get("harness_errors"):
+        names.append("harness_error")
+    return names
+
+
+class Summary:
+    """The summary of the result lines added so far (less those removed); :meth:`document` is what
+    :func:`summarise` returns for the same lines."""
+
+    def __init__(self, lines: Iterable[dict[str, Any]] = ()) -> None:
+        self.runs = 0
+        self._table: dict[str, Counter[str]] = {}
+        self._named: dict[str, Counter[str]] = {name: Counter() for name in _NAMED}
+        self._unknown: Counter[str] = Counter()
+        self._checked: list[dict[str, Any]] = []  # the benchmark's own checks, where a bridge ran them
+        for line in lines:
+            self.add(line)
+
+    def add(self, line: dict[str, Any]) -> None:
+        self._count(line, 1)
+        if line.get("checks") or line.get("drift"):
+            self._checked.append({key: line.get(key) for key in ("run", "checks", "drift")})
+
+    def remove(self, line: dict[str, Any]) -> None:
+        """Take back a line added before (a run's earlier line, replaced by a later one)."""
+        self._count(line, -1)
+        if line.get("checks") or line.get("drift"):
+            entry = {key: line.get(key) for key in ("run", "checks", "drift")}
+            if entry in self._checked:
+                self._checked.remove(entry)
+
+    def _count(self, line: dict[str, Any], sign: int) -> None:
+        self.runs += sign
+        row = line.get("original") or "none"
+        cells = self._table.setdefault(row, Counter())
+        cells[line.get("revalidated") or line["status"]] += sign
+        for name in _named_in(line):
+            self._named[name][line["run"]] += sign
+        self._unknown.update({tool: sign * count for tool, count in (line.get("unknown_tools") or {}).items()})
+        if sign < 0:  # what falls to nothing leaves the summary, as if it had never been added
+            self._table[row] = +cells
+            if not self._table[row]:
+                del self._table[row]
+            for counter in (*self._named.values(), self._unknown):
+                counter += Counter()  # in place: drops counts at or below zero
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "summary": "litmus-replay.revalidate",
+            "version": SUMMARY_VERSION,
+            "runs": self.runs,
+            "table": {row: dict(sorted(cells.items())) for row, cells in sorted(self._table.items())},
+            **{name: sorted(self._named[name].elements()) for name in _NAMED},
+            # the tools no domain or binding knows, most frequent first: the bindings worth writing
+            "unknown_tools": dict(sorted(self._unknown.items(), key=lambda item: (-item[1], item[0]))),
+            **({"checks": checks} if (checks := summarise_checks(self._checked)) else {}),
+        }
+
+
+def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The re-validation table (original verdict x re-validated class) and the run ids that matter.
+
+    ``input_error`` lists every input that could not be replayed as given: a file no adapter could read
+    (its run id is its path) and a run that calls tools its world does not know; each reason is in its
+    line of ``results.jsonl``."""
+    return Summary(lines).document()  # read once, as a stream: only the runs named are kept
+
+
+def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Agreement of the replay with the benchmark's own checks: per check, the runs that agree out of those
+    compared, and every disagreement with the first call that departs from the recording."""
+    rates: dict[str, dict[str, Any]] = {}
+    disagreements = []
+    for line in lines:
+        for name, check in sorted((line.get("checks") or {}).items()):
+            rate = rates.setdefault(name, {"agree": 0, "runs": 0})
+            rate["runs"] += 1
+            rate["agree"] += bool(check.get("agree"))
+            if not check.get("agree"):
+                disagreements.append({"run": line["run"], "check": name, **{k: check.get(k) for k in (
+                    "recorded", "replayed", "first_departure", "explanation")}})
+    if not rates:
+        return {}
+    for rate in rates.values():
+        rate["rate"] = round(rate["agree"] / rate["runs"], 4)
+    drifted = [line for line in lines if (line.get("drift") or {}).get("calls")]
+    return {"agreement": dict(sorted(rates.items())), "disagreements": disagreements,
+            "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
