@@ -896,6 +896,7 @@ class Progress:
     start: Callable[[int, int], None] = lambda total, done: None
     advance: Callable[[dict[str, Any]], None] = lambda line: None
     total: Callable[[int], None] = lambda total: None
+    notice: Callable[[str], None] = lambda text: None  # the runtime isolates less here than it can: why
 
 
 def run_batch(
@@ -934,12 +935,24 @@ def run_batch(
     if fmt != "auto":
         get_adapter(fmt)  # an unknown format fails here, before anything is written
     WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
+    checked = _RuntimeCheck(runtime)
+    found = Discovery(paths, fmt, on_complete=lambda done: progress.total(done.index.count()))
+    while not checked.done() and found.step():  # discovery goes on while the runtime is opened
+        pass
+    try:
+        notice = checked.result()  # a runtime that cannot run here fails the batch before anything is written
+    except BaseException:
+        found.close()
+        raise
+    if notice:
+        progress.notice(notice)
     try:
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
         writer = ResultsFile(results_path, Summary())
         write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
     except OSError as exc:
+        found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
     summary_due = 0.0  # when summary.json is next written, as the lines come
 
@@ -963,10 +976,9 @@ def run_batch(
     if writer.empty:
         # A new batch replays runs as they are found: each under the id it has so far, which only a later
         # file repeating its trajectory id changes (set right when the results are finished).
-        found = Discovery(paths, fmt, on_complete=lambda done: progress.total(done.index.count()))
         todo = counted(found.stream(lambda unreadable: on_line(unreadable.line())))
     else:  # resuming: the runs' ids first, to know which are done
-        found = discover(paths, fmt)
+        found.read_all()
         remaining = sum(1 for run in found.iter_runs() if not _settled(writer.get(run.run_id), run, out, reports))
         todo = counted(run for run in found.iter_runs() if not _settled(writer.get(run.run_id), run, out, reports))
         progress.start(found.index.count(), found.found_runs - remaining)
@@ -977,7 +989,7 @@ def run_batch(
         """Up to 25 runs, fewer while few are known to be waiting: the workers start at once, and share the
         last runs evenly."""
         waiting = (found.found_runs if remaining is None else remaining) - taken
-        return max(1, min(25, waiting // max(1, jobs * 8)))
+        return max(1, min(25, waiting // max(1, jobs * 4)))
 
     # Absolute paths: a Dask worker was started in a directory of its own.
     work = partial(replay_runs, worlds_dir=str(Path(worlds_dir).resolve()) if worlds_dir is not None else None,
@@ -998,6 +1010,37 @@ def run_batch(
     write_atomic(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
     write_batch_index(out / "index.html", ordered(), summary)
     return summary
+
+
+class _RuntimeCheck:
+    """The batch's runtime opened once and closed again, in a thread, before anything is written: a runtime
+    that cannot run here fails the batch at once, with its one-line reason. Opening a sandbox runtime starts
+    one empty sandbox and waits for it, time this process spends discovering runs; the pool's workers,
+    forked once it is done, inherit what it found out and do not start one each."""
+
+    def __init__(self, runtime: str):
+        self._notice: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, args=(runtime,), name="runtime check", daemon=True)
+        self._thread.start()
+
+    def _open(self, runtime: str) -> None:
+        try:
+            opened = get_runtime(runtime)
+            self._notice = opened.notice
+            opened.close()
+        except BaseException as exc:  # raised again in the batch's thread
+            self._error = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> str | None:
+        """The runtime's notice (what it isolates less here than it can), or its error raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._notice
 
 
 def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str) -> dict[str, Any]:

@@ -327,7 +327,13 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     if missing:  # before the runtime, the bar or anything in --out
         _fail(f"{missing[0]}: no such file or directory")
         sys.exit(EXIT_BAD_INPUT)
-    _open_runtime(runtime).close()  # say now, in one line, if the runtime cannot run here
+    if runtime not in runtime_names():  # one that cannot run here says so from the batch, before --out
+        _fail(f"--runtime: {UnknownRuntime(runtime, runtime_names())}")
+        sys.exit(EXIT_BAD_INPUT)
+    def notice(text: str) -> None:
+        bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
+
+    hooks.notice = notice
     try:
         with bar:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
@@ -338,6 +344,9 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         sys.exit(EXIT_BAD_INPUT)
     except UnknownName as exc:
         _fail(f"--format: {exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    except (UnknownRuntime, RuntimeUnavailable) as exc:  # said before anything is written to --out
+        _fail(f"--runtime: {exc}")
         sys.exit(EXIT_BAD_INPUT)
     except OSError as exc:  # an output path that cannot be written, a scheduler that does not answer
         _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")

@@ -182,6 +182,24 @@ def test_a_trajectory_id_a_later_file_repeats_gives_its_runs_the_ids_discovery_g
     assert json.loads((out / "summary.json").read_text()) == batch.summarise(lines)
 
 
+def test_a_runtime_that_cannot_run_here_fails_the_batch_before_anything_is_written(tmp_path, monkeypatch):
+    from litmus_replay.envs import RuntimeUnavailable
+    from litmus_replay.envs import registry
+    from litmus_replay.envs.inprocess import InProcessRuntime
+
+    class Unavailable(InProcessRuntime):
+        name = "unavailable"
+
+        def __init__(self, **options):
+            raise RuntimeUnavailable("the unavailable runtime cannot run here: no such kernel feature")
+
+    monkeypatch.setitem(registry._RUNTIMES, "unavailable", Unavailable)
+    worlds, runs, _ = _make_batch(tmp_path)
+    with pytest.raises(RuntimeUnavailable, match="no such kernel feature"):
+        batch.run_batch([runs], worlds, tmp_path / "out", runtime="unavailable", jobs=2)
+    assert not (tmp_path / "out").exists()
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
 
