@@ -354,6 +354,15 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
     return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
 
 
+def warm_worker(worlds_dir: str | None, runtime: str) -> None:
+    """Open this process's worlds and runtime before its first chunk comes (a worker's start-up); a failure
+    here is left for the chunk to meet, and to report run by run."""
+    try:
+        _worker_state(worlds_dir, runtime)
+    except Exception:
+        pass
+
+
 def wants_page(reports: str, finding: str | None) -> bool:
     """Whether a replayed run with this finding gets a page under this report mode."""
     return reports == "all" or (reports == "flagged" and finding in FLAGGED_FINDINGS)
@@ -731,11 +740,12 @@ Work = Callable[[list[Run]], list[dict[str, Any]]]
 
 def execute_local(runs: Iterable[Run], jobs: int, work: Work, on_line: Callable[[dict[str, Any]], None],
                   chunk: int | Callable[[], int], *, in_flight: int | None = None,
-                  idle: Callable[[], bool] | None = None) -> None:
+                  idle: Callable[[], bool] | None = None, warm: Callable[[], Any] | None = None) -> None:
     """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes; at
     most ``in_flight`` chunks (``CHUNKS_PER_WORKER`` per worker by default) are sent and unfinished.
     ``idle`` is this process's own work, done a step at a time while the workers run (it returns False
-    once there is no more): discovery reading ahead of the runs sent.
+    once there is no more): discovery reading ahead of the runs sent. ``warm`` runs first in each worker
+    process as it starts, while this process reads the first runs.
 
     A worker that dies (a crash in native code, the kernel's OOM killer) breaks the whole pool and every
     chunk still in it. Those runs are not charged with it: they are run again one per task, at most
@@ -750,7 +760,7 @@ def execute_local(runs: Iterable[Run], jobs: int, work: Work, on_line: Callable[
     lost: list[Run] = []
     _in_pools(_chunks(runs, chunk), jobs, max(1, in_flight or jobs * CHUNKS_PER_WORKER), work, _each(on_line),
               lambda part, exc: lost.extend(part),  # BrokenProcessPool, an unpicklable result: retried, run by run
-              idle)
+              idle, warm)
     if lost:
         _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line)
 
@@ -783,14 +793,16 @@ def _each(on_line: Callable[[dict[str, Any]], None]) -> Callable[[list[Run], lis
 
 def _in_pools(parts: Iterator[list[Run]], width: int, limit: int, work: Work,
               done: Callable[[list[Run], list[dict[str, Any]]], Any],
-              failed: Callable[[list[Run], BaseException], Any], idle: Callable[[], bool] | None = None) -> None:
-    """Send ``parts`` to a process pool of ``width`` workers as earlier ones finish, at most ``limit``
-    unfinished; each part's lines go to ``done``, or its exception to ``failed``. A pool that breaks takes
-    the parts it held with it (to ``failed``); the parts not yet sent go on in a fresh pool."""
+              failed: Callable[[list[Run], BaseException], Any], idle: Callable[[], bool] | None = None,
+              warm: Callable[[], Any] | None = None) -> None:
+    """Send ``parts`` to a process pool of ``width`` workers (each running ``warm`` as it starts) as
+    earlier ones finish, at most ``limit`` unfinished; each part's lines go to ``done``, or its exception
+    to ``failed``. A pool that breaks takes the parts it held with it (to ``failed``); the parts not yet
+    sent go on in a fresh pool."""
     waiting: list[Run] | None = None  # a part a broken pool refused, for the next pool
     more = True
     while more:
-        with ProcessPoolExecutor(max_workers=width) as pool:
+        with ProcessPoolExecutor(max_workers=width, initializer=warm) as pool:
             inflight: dict[Any, list[Run]] = {}
             broken = False
             while True:
@@ -830,58 +842,56 @@ def _worker_failed(run: Run, exc: BaseException) -> dict[str, Any]:
             "error": f"the worker process failed replaying this run alone: {type(exc).__name__}: {reason}"}
 
 
-def _chunk_lines(future: Any, part: list[Run]) -> list[dict[str, Any]]:
-    """A chunk's result lines; a worker that failed takes its chunk with it, as harness errors."""
-    try:
-        return future.result()
-    except Exception as exc:  # a worker lost, an unpicklable result
-        return [_worker_failed(run, exc) for run in part]
-
-
-def execute_dask(runs: Iterable[Run], scheduler: str, work: Callable[[list[Run]], list[dict[str, Any]]],
-                 on_line: Callable[[dict[str, Any]], None], chunk: int, *, in_flight: int | None = None) -> None:
+def execute_dask(runs: Iterable[Run], scheduler: str, work: Work, on_line: Callable[[dict[str, Any]], None],
+                 chunk: int | Callable[[], int], *, in_flight: int | None = None,
+                 warm: Callable[[], Any] | None = None) -> None:
     """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks.
 
     Chunks are sent as others finish, at most ``in_flight`` at a time (``CHUNKS_PER_WORKER`` per worker
     thread the cluster has by default), so neither this process nor the scheduler holds the whole batch.
-    The runs of a chunk that failed are run again one per task; only a run that fails alone is a harness
-    error.
+    ``warm`` is sent first to every worker, so each opens what it needs while this process reads the
+    first runs. The runs of a chunk that failed are run again one per task; only a run that fails alone
+    is a harness error.
     """
-    from dask.distributed import Client, as_completed  # optional dependency: the `dask` extra
+    from dask.distributed import Client  # optional dependency: the `dask` extra
 
     with Client(scheduler) as client:
+        warming = [client.submit(warm, workers=[address], allow_other_workers=False, pure=False)
+                   for address in client.nthreads()] if warm is not None else []
         limit = max(1, in_flight or CHUNKS_PER_WORKER * max(1, sum(client.nthreads().values())))
-        parts = _chunks(runs, chunk)
-        part_of: dict[str, list[Run]] = {}
-
-        def send(part: list[Run]) -> Any:
-            future = client.submit(work, part, pure=False)
-            part_of[future.key] = part
-            return future
-
-        pending = as_completed([send(part) for part in islice(parts, limit)])
         lost: list[Run] = []
-        for future in pending:
-            part = part_of.pop(future.key)
-            try:
-                lines = future.result()
-            except Exception:
-                lost.extend(part)
-            else:
-                for line in lines:
-                    on_line(line)
-            following = next(parts, None)
-            if following is not None:
-                pending.add(send(following))
-        singles = _chunks(lost, 1)
-        pending = as_completed([send(single) for single in islice(singles, limit)])
-        for future in pending:
-            single = part_of.pop(future.key)
-            for line in _chunk_lines(future, single):
-                on_line(line)
-            following = next(singles, None)
-            if following is not None:
-                pending.add(send(following))
+        _on_cluster(client, _chunks(runs, chunk), limit, work, _each(on_line), lambda part, exc: lost.extend(part))
+        _on_cluster(client, ([run] for run in lost), limit, work, _each(on_line),
+                    lambda part, exc: on_line(_worker_failed(part[0], exc)))
+        del warming  # kept until here: a future let go of is cancelled
+
+
+def _on_cluster(client: Any, parts: Iterator[list[Run]], limit: int, work: Work,
+                done: Callable[[list[Run], list[dict[str, Any]]], Any],
+                failed: Callable[[list[Run], BaseException], Any]) -> None:
+    """Send ``parts`` to a Dask cluster as earlier ones finish, at most ``limit`` unfinished; each part's
+    lines go to ``done``, or its exception to ``failed``."""
+    from dask.distributed import as_completed
+
+    part_of: dict[str, list[Run]] = {}
+
+    def send(part: list[Run]) -> Any:
+        future = client.submit(work, part, pure=False)
+        part_of[future.key] = part
+        return future
+
+    pending = as_completed([send(part) for part in islice(parts, limit)])
+    for future in pending:
+        part = part_of.pop(future.key)
+        try:
+            lines = future.result()
+        except Exception as exc:  # a worker lost, an unpicklable result
+            failed(part, exc)
+        else:
+            done(part, lines)
+        following = next(parts, None)
+        if following is not None:
+            pending.add(send(following))
 
 
 # --- the whole batch ----------------------------------------------------------------------------
@@ -992,13 +1002,14 @@ def run_batch(
         return max(1, min(25, waiting // max(1, jobs * 4)))
 
     # Absolute paths: a Dask worker was started in a directory of its own.
-    work = partial(replay_runs, worlds_dir=str(Path(worlds_dir).resolve()) if worlds_dir is not None else None,
-                   runtime=runtime, out_dir=str(out.resolve()), reports=reports)
+    worlds = str(Path(worlds_dir).resolve()) if worlds_dir is not None else None
+    work = partial(replay_runs, worlds_dir=worlds, runtime=runtime, out_dir=str(out.resolve()), reports=reports)
+    warm = partial(warm_worker, worlds, runtime)
     try:
         if executor == "dask":
-            execute_dask(todo, scheduler, work, on_line, chunk)
+            execute_dask(todo, scheduler, work, on_line, chunk, warm=warm)
         else:
-            execute_local(todo, jobs, work, on_line, chunk, idle=found.step)
+            execute_local(todo, jobs, work, on_line, chunk, idle=found.step, warm=warm)
         summary = finish_results(results_path, writer, found.index, out)
     finally:
         writer.close()
