@@ -41,7 +41,8 @@ from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from . import limits
 from .analysis import analyse
-from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401 (part of this module's interface)
+# summarise and summarise_checks are part of this module's interface too
+from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401
 from .bridges import benchmark_checks
 from .engine import Replayer
 from .errors import InputError, UnknownName
