@@ -7,7 +7,7 @@ that would import it back (the registry of runtimes is :mod:`.registry`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 from .domain import Semantics
 from .errors import EnvError
@@ -51,6 +51,23 @@ class WorldHandle(ABC):
         self.close()
 
 
+class PendingWorld:
+    """A world whose opening has begun (:meth:`Runtime.open_ahead`)."""
+
+    def __init__(self, finish: Callable[[], WorldHandle], cancel: Callable[[], None] | None = None):
+        self._finish = finish
+        self._cancel = cancel
+
+    def result(self) -> WorldHandle:
+        """The open world; raises what :meth:`Runtime.open_world` would have raised."""
+        return self._finish()
+
+    def cancel(self) -> None:
+        """Give the world up without using it (its host goes back, or is stopped)."""
+        if self._cancel is not None:
+            self._cancel()
+
+
 class Runtime(ABC):
     """Where worlds run. Subclasses set ``name`` and implement :meth:`open_world`."""
 
@@ -60,6 +77,12 @@ class Runtime(ABC):
     @abstractmethod
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         """Build a fresh world from its spec, in the given semantics."""
+
+    def open_ahead(self, spec: Mapping[str, Any], semantics: Semantics) -> PendingWorld:
+        """Begin opening a world, so that a runtime whose worlds live in another process builds it while
+        the caller does something else; this default opens it when the result is asked for. Raises
+        nothing itself: :meth:`PendingWorld.result` raises what :meth:`open_world` would have."""
+        return PendingWorld(lambda: self.open_world(spec, semantics))
 
     def prepare(self, specs: Iterable[Mapping[str, Any]], semantics: Semantics) -> None:
         """A hint: worlds of these specs are about to be opened, so a runtime that starts a host per world
@@ -75,4 +98,13 @@ class Runtime(ABC):
         self.close()
 
 
-__all__ = ["Runtime", "WorldHandle"]
+def open_ahead(runtime: Any, spec: Mapping[str, Any], semantics: Semantics) -> PendingWorld:
+    """``runtime.open_ahead``, for any object that opens worlds (one with only ``open_world`` opens the
+    world when it is asked for)."""
+    ahead = getattr(runtime, "open_ahead", None)
+    if ahead is None:
+        return PendingWorld(lambda: runtime.open_world(spec, semantics))
+    return ahead(spec, semantics)
+
+
+__all__ = ["PendingWorld", "Runtime", "WorldHandle", "open_ahead"]

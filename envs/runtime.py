@@ -9,17 +9,19 @@ this process, in a Linux-namespace sandbox or in a container. Runtimes register 
 from __future__ import annotations
 
 from .inprocess import InProcessRuntime, InProcessWorld
-from .interface import Runtime, WorldHandle
+from .interface import PendingWorld, Runtime, WorldHandle, open_ahead
 from .registry import ENTRY_POINT_GROUP, UnknownRuntime, get_runtime, register_runtime, runtime_names
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessRuntime",
     "InProcessWorld",
+    "PendingWorld",
     "Runtime",
     "UnknownRuntime",
     "WorldHandle",
     "get_runtime",
+    "open_ahead",
     "register_runtime",
     "runtime_names",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from litmus_replay.envs import EnvError, Outcome
-from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime
+from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime, open_ahead
 
 from .bindings import Binding, Bindings
 from .model import RecordedResult, ToolCall, Trajectory
@@ -133,9 +133,16 @@ class Replayer:
         """Replay every recorded call; a call no domain or binding knows is scored ``unknown_tool``."""
         facts = world_facts(world)
         route = _Router(frozenset(world_tools(world)), bindings or Bindings())
-        stub_world = self.stub_runtime.open_world(world, "stub")
+        # An isolated real world is built by its server while the stub world is built here; either way
+        # the stub world's failure is the one raised first, as when they were opened one after the other.
+        real_ahead = open_ahead(self.real_runtime, world, "real")
         try:
-            real_world = self.real_runtime.open_world(world, "real")
+            stub_world = self.stub_runtime.open_world(world, "stub")
+        except BaseException:
+            real_ahead.cancel()
+            raise
+        try:
+            real_world = real_ahead.result()
             try:
                 try:
                     initial = frozenset(real_world.snapshot())

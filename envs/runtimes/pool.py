@@ -21,6 +21,7 @@ from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping
 
 from ..client import CallTimeout, EnvClient, Reply, ServerGone, ServerWorld
 from ..errors import EnvError
+from ..interface import PendingWorld
 
 
 class Host(Protocol):
@@ -266,18 +267,49 @@ def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], Reply | None],
     """Take a host, ``load(host)`` the world on it, and wrap it. A load that fails stops the host, or, with
     ``keep_after_bad_load``, gives a healthy one back (a bad spec leaves the server serving). ``load`` may
     return a snapshot it sent after the load, for the world's first snapshot."""
+    pending = begin_on(pool, key, lambda host: lambda: load(host), call_timeout, uncontained, world_class,
+                       keep_after_bad_load)
+    return pending.result()  # type: ignore[return-value]
+
+
+def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], Reply | None]],
+             call_timeout: float, uncontained: frozenset[str], world_class: type[PooledWorld] = PooledWorld,
+             keep_after_bad_load: bool = True) -> PendingWorld:
+    """:func:`open_on` in two steps: take a host and ``send(host)`` the world's load now, then, when the
+    world is asked for, call what ``send`` returned (it waits for the load's answer, and may return a
+    snapshot sent after it) and wrap the world. A load that fails is handled as in :func:`open_on`."""
     host = pool.take(key)
-    try:
-        snapshot_ahead = load(host)
-    except BaseException as exc:
+
+    def failed(exc: BaseException) -> None:
         healthy = (keep_after_bad_load and isinstance(exc, EnvError) and host.client is not None
                    and not host.client.broken)
         if healthy:
             pool.give_back(key, host)
         else:
             pool.discard(host)
+
+    try:
+        confirm = send(host)
+    except BaseException as exc:
+        failed(exc)
         raise
-    return world_class(host, pool, key, call_timeout, uncontained, snapshot_ahead)
+
+    def finish() -> PooledWorld:
+        try:
+            snapshot_ahead = confirm()
+        except BaseException as exc:
+            failed(exc)
+            raise
+        return world_class(host, pool, key, call_timeout, uncontained, snapshot_ahead)
+
+    def cancel() -> None:
+        try:
+            world = finish()
+        except EnvError:
+            return
+        world.close()
+
+    return PendingWorld(finish, cancel)
 
 
-__all__ = ["Host", "Pool", "PooledWorld", "open_on"]
+__all__ = ["Host", "Pool", "PooledWorld", "begin_on", "open_on"]

@@ -30,6 +30,7 @@ and the engine records a harness error.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -42,18 +43,18 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..client import EnvClient, Reply
 from ..domain import NOBODY, Semantics
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
-from ..interface import Runtime, WorldHandle
+from ..interface import PendingWorld, Runtime, WorldHandle
 from ..principal_ids import check_isolable, kernel_id
 from ..world import parse_principals
 from . import _idmap, _launcher, hosting
 from ._idmap import UID_COUNT, IdMap, MappingUnavailable
 from .hosting import MOUNT_ROOT, Mount
-from .pool import Pool, PooledWorld, open_on
+from .pool import Pool, PooledWorld, begin_on
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
 WORLD_ROOT = "/world"
@@ -533,14 +534,24 @@ class SandboxRuntime(Runtime):
         self.pool.prepare(keys)
 
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
+        return self._begin(spec, semantics).result()
+
+    def open_ahead(self, spec: Mapping[str, Any], semantics: Semantics) -> PendingWorld:
+        """Send the world's load to its sandbox now; the server builds the world while the caller goes on."""
+        try:
+            return self._begin(spec, semantics)
+        except Exception as exc:  # raised where open_world raises it: when the world is asked for
+            return PendingWorld(functools.partial(_raise, exc))
+
+    def _begin(self, spec: Mapping[str, Any], semantics: Semantics) -> PendingWorld:
         if self._closed:
             raise EnvError("the sandbox runtime is closed")
         plan = hosting.plan(spec, semantics, self.name)
         if not plan.inside:
-            return hosting.open_in_process(self.name, plan, spec, semantics)
+            return PendingWorld(lambda: hosting.open_in_process(self.name, plan, spec, semantics))
         key = self._host_key(spec, plan)
 
-        def load(sandbox: _Sandbox) -> Reply:
+        def send(sandbox: _Sandbox) -> Callable[[], Reply]:
             if not sandbox.info:  # a reused sandbox said hello when it was new
                 sandbox.connect()
             client = sandbox.client
@@ -549,12 +560,16 @@ class SandboxRuntime(Runtime):
             # The replay's first question of a fresh world is its state: the server answers it straight
             # after the load, saving a round trip. It reads the world only; a load that failed fails it too.
             snapshot = client.send("snapshot")
-            loaded.result()
-            return snapshot
+
+            def confirm() -> Reply:
+                loaded.result()
+                return snapshot
+
+            return confirm
 
         # a failed load ends its sandbox: the warm spare already serves the next world of these principals
-        return open_on(self.pool, key, load, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,
-                       SandboxWorld, keep_after_bad_load=False)
+        return begin_on(self.pool, key, send, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,
+                        SandboxWorld, keep_after_bad_load=False)
 
     def _spawn(self, key: Any, mapped: bool = True) -> _Sandbox:
         etc, (mounts, command_root) = key
@@ -595,6 +610,10 @@ def server_capabilities(shared_uid: bool, command_root: bool) -> list[str]:
 def server_args(shared_uid: bool) -> tuple[str, ...]:
     """The env server's arguments: switching to each principal's uid, or sharing one uid."""
     return tuple("--shared-uid" if a == "--switch-uid" and shared_uid else a for a in SERVER_ARGS)
+
+
+def _raise(exc: Exception) -> WorldHandle:
+    raise exc
 
 
 def _map_each(sandboxes: list[_Sandbox]) -> None:

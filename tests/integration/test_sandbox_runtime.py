@@ -204,6 +204,24 @@ def test_prepared_sandboxes_wait_for_their_worlds_and_a_spec_it_would_refuse_is_
         runtime.close()
 
 
+def test_a_world_opened_ahead_is_built_while_the_caller_works_and_a_refusal_waits_for_the_result(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        refused = runtime.open_ahead({"principals": {"alice": {"uid": 70000}}}, "real")  # raises nothing yet
+        pending = runtime.open_ahead(WORLD, "real")
+        (host,) = runtime.pool.hosts()
+        assert host.client._unread, "the load is on its way before the world is asked for"
+        world = pending.result()
+        assert world.sandbox is host and "files:/workspace/notes.txt" in world.snapshot()
+        world.close()
+        runtime.open_ahead(WORLD, "real").cancel()  # given up unused: its sandbox waits for the next world
+        assert runtime.pool.hosts() == [host] and runtime.pool.idle == 1
+        with pytest.raises(WorldSpecError):
+            refused.result()
+    finally:
+        runtime.close()
+
+
 def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harness_errors(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, call_timeout=1.0, warm=False)
     stopped: list[int] = []
