@@ -20,8 +20,12 @@ OPS = ("hello", "load", "call", "snapshot", "reset", "close", "shutdown")
 MAX_MESSAGE = 64 * 1024 * 1024  # a line longer than this is a protocol error, not a memory blow-up
 
 
+# One encoder for every message: ``json.dumps`` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
+    return _ENCODER.encode(message).encode("utf-8") + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:
