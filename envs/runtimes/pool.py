@@ -24,6 +24,12 @@ from ..errors import EnvError
 from ..interface import PendingWorld
 
 
+class Answer(Protocol):
+    """A reply read later (:class:`~..client.Reply`): ``result()`` raises :class:`EnvError` if it failed."""
+
+    def result(self) -> Any: ...
+
+
 class Host(Protocol):
     client: EnvClient | None
     tainted: bool  # ran a tool that may leave state outside what the next load rebuilds: never reuse
@@ -54,7 +60,7 @@ class Pool(Generic[H]):
         self._idle: list[tuple[Hashable, H]] = []
         self._spare: tuple[Hashable, H] | None = None
         self._unkept: set[Hashable] = set()  # keys whose last host was stopped when its world closed
-        self._closing: dict[int, Reply] = {}  # idle host -> its server's answer to ``close``, read when next taken
+        self._closing: dict[int, Answer] = {}  # idle host -> its server's answer to ``close``, read when next taken
         self._lock = threading.Lock()
         self.closed = False
 
@@ -102,10 +108,12 @@ class Pool(Generic[H]):
         with self._lock:
             return self.idle_limit <= 0 or key in self._unkept
 
-    def prepare(self, keys: Iterable[Hashable]) -> None:
+    def prepare(self, keys: Iterable[Hashable], warm: Callable[[Hashable, H], Answer | None] | None = None) -> None:
         """Start, side by side, a host for each of these keys that has none waiting (idle or spare), within
         the idle limit; each waits idle for its key's first world. A hint: a host that fails to start is
-        left out, and that world starts its own (and says why)."""
+        left out, and that world starts its own (and says why). ``warm(key, host)`` may send a new host
+        work to do before its first world, returning the reply that says it is done (a ``close``), read
+        as a world's close is: before the host's next world, which does not get a host whose reply failed."""
         with self._lock:
             if self.closed:
                 return
@@ -123,6 +131,14 @@ class Pool(Generic[H]):
                 continue
             with self._lock:
                 self._live[id(host)] = host
+            try:
+                done = warm(key, host) if warm is not None else None
+            except EnvError:
+                self.discard(host)
+                continue
+            if done is not None:
+                with self._lock:
+                    self._closing[id(host)] = done
             self._keep_idle(key, host)
 
     def _keep_idle(self, key: Hashable, host: H) -> None:
@@ -153,7 +169,7 @@ class Pool(Generic[H]):
                 return host
             self.discard(host)
 
-    def _closed_cleanly(self, host: H, closing: Reply | None) -> bool:
+    def _closed_cleanly(self, host: H, closing: Answer | None) -> bool:
         """Whether the server tore its last world down (its answer to ``close`` has long arrived)."""
         if closing is None:
             return True

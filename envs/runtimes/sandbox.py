@@ -523,15 +523,29 @@ class SandboxRuntime(Runtime):
         says why."""
         if self._closed:
             return
-        keys = []
+        worlds: dict[Any, tuple[Mapping[str, Any], hosting.Hosting]] = {}
         for spec in specs:
             try:
                 plan = hosting.plan(spec, semantics, self.name)
                 if plan.inside:
-                    keys.append(self._host_key(spec, plan))
+                    worlds.setdefault(self._host_key(spec, plan), (spec, plan))
             except (EnvError, ValueError, TypeError, KeyError):
                 continue
-        self.pool.prepare(keys)
+
+        def warm(key: Any, sandbox: _Sandbox) -> _AllOf:
+            # Build and drop one of its worlds: the server imports its domains while it boots, not when
+            # its first world is opened. These wait in the pipe until the server reads them; a sandbox
+            # whose server fails any of them hosts no world (as after a failed load).
+            spec, plan = worlds[key]
+            client = sandbox.client
+            assert client is not None
+            timeout = self.options.start_timeout
+            return _AllOf([client.send("hello", timeout=timeout),
+                           client.send("load", timeout=timeout, spec=dict(spec), semantics=semantics,
+                                       imports=list(plan.imports)),
+                           client.send("close", timeout=timeout)])
+
+        self.pool.prepare(list(worlds), warm)
 
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         return self._begin(spec, semantics).result()
@@ -610,6 +624,17 @@ def server_capabilities(shared_uid: bool, command_root: bool) -> list[str]:
 def server_args(shared_uid: bool) -> tuple[str, ...]:
     """The env server's arguments: switching to each principal's uid, or sharing one uid."""
     return tuple("--shared-uid" if a == "--switch-uid" and shared_uid else a for a in SERVER_ARGS)
+
+
+class _AllOf:
+    """Replies that succeed together: :meth:`result` raises the first one's error."""
+
+    def __init__(self, replies: list[Reply]):
+        self._replies = replies
+
+    def result(self) -> None:
+        for reply in self._replies:
+            reply.result()
 
 
 def _raise(exc: Exception) -> WorldHandle:

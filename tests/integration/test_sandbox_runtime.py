@@ -204,6 +204,28 @@ def test_prepared_sandboxes_wait_for_their_worlds_and_a_spec_it_would_refuse_is_
         runtime.close()
 
 
+def test_a_prepared_sandbox_builds_one_of_its_worlds_while_it_boots_and_is_not_used_if_that_failed(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        good = {"principals": ["alice"], "files": {"tree": {"/workspace/a.txt": "a\n"}}}
+        bad = {"principals": ["alice"], "files": {"tree": {"relative": "x"}}}  # refused by the server's load
+        runtime.prepare([good], "real")
+        (warmed,) = runtime.pool.hosts()
+        assert [reply.message_id for reply in warmed.client._unread] == [1, 2, 3]  # hello, load, close
+        world = runtime.open_world(good, "real")
+        assert world.sandbox is warmed and all(reply.message_id > 3 for reply in warmed.client._unread)
+        world.close()
+        runtime.close()
+        runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+        runtime.prepare([bad], "real")
+        (spoiled,) = runtime.pool.hosts()
+        world = runtime.open_world(good, "real")
+        assert world.sandbox is not spoiled and spoiled.process.returncode is not None
+        world.close()
+    finally:
+        runtime.close()
+
+
 def test_a_world_opened_ahead_is_built_while_the_caller_works_and_a_refusal_waits_for_the_result(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
     try:
