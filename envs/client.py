@@ -108,6 +108,11 @@ class EnvClient:
         self._unread_bytes += len(data)
         return reply
 
+    @property
+    def pending(self) -> int:
+        """Requests sent whose replies are not read yet."""
+        return len(self._unread)
+
     def settle(self) -> None:
         """Read every reply still unread (each kept for its :class:`Reply`)."""
         while self._unread:

@@ -372,8 +372,9 @@ class _Sandbox:
         return self.process is not None and self.process.poll() is None
 
     def shutdown(self) -> None:
-        """Ask the server to stop (briefly), then kill whatever is left, and drop its stderr."""
-        if self.client is not None and not self.client.broken and self.alive():
+        """Ask the server to stop (briefly), then kill whatever is left, and drop its stderr. A server with
+        replies still unread (a close, a warm-up) is killed at once: its stop would wait for them first."""
+        if self.client is not None and not self.client.broken and not self.client.pending and self.alive():
             try:
                 self.client.request("shutdown", timeout=1.0)
             except EnvError:
