@@ -8,10 +8,11 @@ pool is full — then it is stopped. A world that loses its server stops its hos
 
 Every host costs a server's start (an interpreter and its imports), so the pool starts none it will not
 use: the warm spare is started only for a key whose hosts are not kept (reuse off, or its last host was
-stopped when its world closed) — a key whose host is kept finds it idle next time — and a spare is
-never stopped unused: another key's world leaves it be, and a newer spare sends it idle for its own key. A caller that knows which
-keys its next worlds have may :meth:`~Pool.prepare` hosts for them, started together so their servers
-boot side by side while it works.
+stopped when its world closed) — a key whose host is kept finds it idle next time — and a spare is never
+stopped unused: another key's world leaves it be, and a newer spare sends it idle for its own key. A
+caller that knows which keys its next worlds have may :meth:`~Pool.prepare` hosts for them, started
+together so their servers boot side by side while it works. A world's ``close`` is answered while the
+caller goes on: the next world on that host reads the answer first, and a host that failed it is stopped.
 """
 
 from __future__ import annotations
