@@ -128,10 +128,11 @@ def _string_pieces(text: str, transform: str = "") -> Iterator[tuple[str, int, i
 _MAX_CACHED = 4096  # longer strings are split afresh each time rather than kept
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 12)
 def _pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
     """:func:`_string_pieces` of a string, remembered: a batch meets the same paths, ids and outputs
-    in run after run."""
+    in run after run. Those few are what hits; the rest are met once, so a larger cache only grows a
+    worker (65,536 entries held ~85 MB after 15,000 runs for the hits 4,096 get)."""
     return tuple(_string_pieces(text))
 
 
