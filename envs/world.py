@@ -309,6 +309,11 @@ class World:
         self.close()
 
 
+# One encoder for every copy: ``json.dumps`` with options builds a new encoder each call, which costs
+# several times the encoding of a small output.
+_JSON_COPY = json.JSONEncoder(default=str)
+
+
 def _as_json(value: Any) -> Any:
     """A JSON copy of a tool's output: what an env server would send, and never an alias of live state."""
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(_JSON_COPY.encode(value))

@@ -421,4 +421,7 @@ def _normalise(value: Any) -> Any:
             return json.loads(text)
         except ValueError:
             return text
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(_JSON_COPY.encode(value))
+
+
+_JSON_COPY = json.JSONEncoder(default=str)  # built once: ``json.dumps`` with options builds one per call

@@ -182,9 +182,18 @@ class _Bank(Domain):
         self.transfers: dict[str, Transfer] = {}
         self.confirmations: dict[str, Transfer] = {}
         self.keys: dict[str, KeyUse] = {}
+        # account -> (its resource id, the balance last written as text, that text): balances are immutable
+        # fractions, so a balance that is the same object has the same text
+        self._texts: dict[str, tuple[str, Fraction, str]] = {}
 
     def snapshot(self) -> dict[str, str]:
-        state = {f"bank:account/{name}": _money_text(account.balance) for name, account in self.accounts.items()}
+        state = {}
+        texts = self._texts
+        for name, account in self.accounts.items():
+            known = texts.get(name)
+            if known is None or known[1] is not account.balance:
+                known = texts[name] = (f"bank:account/{name}", account.balance, _money_text(account.balance))
+            state[known[0]] = known[2]
         for cid, transfer in self.confirmations.items():
             if transfer.status == "pending":
                 state[f"bank:pending/{cid}"] = json.dumps({**transfer.describe(), "principal": transfer.principal}, sort_keys=True)

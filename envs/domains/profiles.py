@@ -17,6 +17,10 @@ from ..errors import ServiceError, Unresolvable, WorldSpecError
 from ..values import bounded
 
 
+# A field's digest is its JSON text; one encoder serves every snapshot.
+_DIGEST = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def _load_profiles(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     profiles: dict[str, dict[str, Any]] = {}
     for user, fields in spec.items():
@@ -36,7 +40,7 @@ class _Profiles(Domain):
 
     def snapshot(self) -> dict[str, str]:
         return {
-            f"profiles:{user}/{field}": json.dumps(value, sort_keys=True, default=str)
+            f"profiles:{user}/{field}": _DIGEST.encode(value)
             for user, fields in self.profiles.items()
             for field, value in fields.items()
         }

@@ -14,6 +14,7 @@ and resolve the same ``matched`` ids; only the real world compiles it to paramet
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -30,6 +31,8 @@ from ..values import bounded
 __all__ = ["Clause", "RecordsReal", "RecordsStub", "compile_filter", "filter_matches", "parse_filter", "render_filter"]
 
 COLUMNS = ("id", "owner", "version")
+ROW_PREFIX = "records:row/"  # a row's resource id is this and the row's id
+_ROW_KEY = re.compile(r"records:row/-?[0-9]{1,19}")
 ROW_KEYS = ("id", "owner", "version", "data")
 SECTION_KEYS = ("rows", "writers")
 ADMIN_ROLE = "admin"
@@ -285,12 +288,22 @@ def _json_problem(value: Any, path: str) -> tuple[str, str] | None:
     return path, f"{type(value).__name__} is not a JSON value"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def _digest(owner: str, version: int, data: Mapping[str, Any]) -> str:
     return hashlib.sha256(_canonical([owner, version, data]).encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _stored_digest(owner: str, version: int, data: str) -> str:
+    """The digest of a row as the database stores it (``data`` its JSON text): a batch meets the same
+    initial rows world after world, and a write changes one row of many."""
+    return _digest(owner, version, json.loads(data))
 
 
 def _spec_int(raw: Mapping[str, Any], key: str, where: str, default: Any) -> int:
@@ -400,10 +413,6 @@ class _Records(Domain):
                 raise WorldSpecError(f"world.records.{key}", f"unknown field; expected one of {', '.join(SECTION_KEYS)}")
         self.writers = _load_writers(spec)
 
-    @staticmethod
-    def _snapshot_of(rows: Iterable[tuple[int, str, int, Mapping[str, Any]]]) -> dict[str, str]:
-        return {f"records:row/{row_id}": _digest(owner, version, data) for row_id, owner, version, data in rows}
-
     def _rows(self) -> list[dict[str, Any]]:
         """Every row, by id: ``{"id", "owner", "version", "data"}``."""
         raise NotImplementedError
@@ -438,10 +447,17 @@ class RecordsStub(_Records):
         self.rows = _load_rows(spec)
         self._changes = 0  # bumped by every write, so an unchanged count means an unchanged table
         self._snapshot_cache: tuple[int, dict[str, str]] | None = None
+        self._digests: dict[int, str] = {}  # row id -> digest, dropped when a write touches the row
 
     def snapshot(self) -> dict[str, str]:
         if self._snapshot_cache is None or self._snapshot_cache[0] != self._changes:
-            state = self._snapshot_of((r["id"], r["owner"], r["version"], r["data"]) for r in self.rows)
+            digests = self._digests
+            state = {}
+            for row in self.rows:
+                digest = digests.get(row["id"])
+                if digest is None:
+                    digest = digests[row["id"]] = _digest(row["owner"], row["version"], row["data"])
+                state[f"records:row/{row['id']}"] = digest
             self._snapshot_cache = (self._changes, state)
         return dict(self._snapshot_cache[1])
 
@@ -465,6 +481,8 @@ class RecordsStub(_Records):
         self._owner_check(call, rows)
         matched = {row["id"] for row in rows}
         self.rows = [row for row in self.rows if row["id"] not in matched]
+        for row_id in matched:
+            self._digests.pop(row_id, None)
         self._changes += 1
         return {"deleted": len(matched)}
 
@@ -482,6 +500,7 @@ class RecordsStub(_Records):
         self._owner_check(call, [row])
         row["data"].update(changes)
         row["version"] += 1
+        self._digests.pop(row_id, None)
         self._changes += 1
         return copy.deepcopy(row)
 
@@ -525,12 +544,19 @@ class RecordsReal(_Records):
         changes = self.db.total_changes
         if self._snapshot_cache is None or self._snapshot_cache[0] != changes:
             rows = self.db.execute("SELECT id, owner, version, data FROM rows ORDER BY id")
-            state = self._snapshot_of((i, owner, version, json.loads(data)) for i, owner, version, data in rows)
+            state = {f"records:row/{i}": _stored_digest(owner, version, data) for i, owner, version, data in rows}
             self._snapshot_cache = (changes, state)
         return dict(self._snapshot_cache[1])
 
     def _rows(self) -> list[dict[str, Any]]:
         return self._select("1", [])
+
+    def values(self, resources: Collection[str]) -> dict[str, Any]:
+        """A row: its id, owner, version and data (read for the rows asked for only)."""
+        wanted = set(resources)
+        ids = [int(key[len(ROW_PREFIX):]) for key in wanted if _ROW_KEY.fullmatch(key)]
+        rows = self._select("id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]) if ids else []
+        return {key: bounded(row) for row in rows if (key := f"{ROW_PREFIX}{row['id']}") in wanted}
 
     def _select(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         # ``where`` comes from compile_filter: fixed SQL fragments only, every value bound.
