@@ -28,6 +28,14 @@ class ValueSource(Protocol):
 
 def bounded(value: Any, *, max_items: int = MAX_ITEMS, depth: int = MAX_DEPTH) -> Any:
     """A JSON copy of ``value`` cut to size (see the module docstring); non-JSON scalars become strings."""
+    kind = type(value)
+    if kind is str:  # the common cases first, by exact type: cheaper than the isinstance chain below
+        return value if len(value) <= MAX_STRING else f"{value[:MAX_STRING]}{MORE}[+{len(value) - MAX_STRING} chars]"
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is dict and depth > 0 and len(value) <= max_items:
+        return {(key if type(key) is str and len(key) <= MAX_STRING else bounded(str(key))): bounded(item, depth=depth - 1)
+                for key, item in value.items()}
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):

@@ -9,6 +9,7 @@ recorded is escaped with :func:`html.escape` all the same: recorded content is h
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 from html import escape
@@ -62,6 +63,7 @@ _SCRIPT = """
 """
 
 
+@functools.lru_cache(maxsize=64)  # a page's script is one of a few
 def content_policy(script: str) -> str:
     """The page's Content Security Policy: nothing external, and no script but ``script`` (by hash)."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -113,6 +115,7 @@ nav.run-nav .none { color: #8a93a3; }
 """ + EDGE_CSS
 
 
+@functools.lru_cache(maxsize=64)  # every page of a kind carries the same style sheet
 def compact_css(css: str) -> str:
     """CSS without the whitespace it does not need: every page carries its own."""
     return re.sub(r"\s*([{};,>:])\s*", r"\1", re.sub(r"\s+", " ", css)).strip()
