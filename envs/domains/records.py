@@ -340,11 +340,39 @@ def _load_row(raw: Any, where: str) -> dict[str, Any]:
     }
 
 
+# A batch opens a world of the same few specs run after run. Rows sections met before, by their repr
+# (which, unlike equality, tells 1 from 1.0 and True, and "1" from 1 as a field name): the checked rows as
+# JSON, to give each world fresh objects of, and a database image of them for real worlds.
+_SECTIONS: dict[str, str] = {}
+_IMAGES: dict[str, bytes] = {}
+_SECTIONS_KEPT = 32
+_IMAGES_WORK = hasattr(sqlite3.Connection, "deserialize")  # Python 3.11 and later
+
+
 def _load_rows(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The spec's rows, checked, sorted by id."""
+    return _loaded_rows(spec)[1]
+
+
+def _loaded_rows(spec: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The spec's rows, checked, sorted by id, with the key they are remembered under."""
+    section = spec_section(spec, "rows", "world.records", list, [])
+    key = repr(section)
+    text = _SECTIONS.get(key)
+    if text is not None:
+        return key, json.loads(text)
+    rows = _check_rows(section)
+    if len(_SECTIONS) >= _SECTIONS_KEPT:
+        _SECTIONS.clear()
+        _IMAGES.clear()
+    _SECTIONS[key] = json.dumps(rows)
+    return key, rows
+
+
+def _check_rows(section: list[Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     seen: set[int] = set()
-    for index, raw in enumerate(spec_section(spec, "rows", "world.records", list, [])):
+    for index, raw in enumerate(section):
         where = f"world.records.rows[{index}]"
         row = _load_row(raw, where)
         if row["id"] in seen:
@@ -511,10 +539,14 @@ class RecordsReal(_Records):
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
-        rows = _load_rows(spec)
+        key, rows = _loaded_rows(spec)
         # One world, one connection; an env server may answer from a worker thread.
         self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._snapshot_cache: tuple[int, dict[str, str]] | None = None
+        image = _IMAGES.get(key)
+        if image is not None:  # the same rows loaded before: a copy of that database, not the inserts again
+            self.db.deserialize(image)
+            return
         self.db.execute(
             "CREATE TABLE rows (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, "
             "version INTEGER NOT NULL, data TEXT NOT NULL CHECK (json_valid(data)))"
@@ -524,6 +556,8 @@ class RecordsReal(_Records):
                 "INSERT INTO rows (id, owner, version, data) VALUES (?, ?, ?, ?)",
                 [(r["id"], r["owner"], r["version"], _canonical(r["data"])) for r in rows],
             )
+        if _IMAGES_WORK and key in _SECTIONS:
+            _IMAGES[key] = self.db.serialize()
 
     def close(self) -> None:
         self.db.close()
