@@ -9,10 +9,11 @@ Standard library only: this runs inside the env server.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Collection, Iterable, Mapping, Protocol
 
-__all__ = ["MAX_DEPTH", "MAX_ITEMS", "MAX_STRING", "MORE", "ValueCache", "bounded", "delta"]
+__all__ = ["MAX_DEPTH", "MAX_ITEMS", "MAX_STRING", "MORE", "ValueCache", "bounded", "delta", "json_copy"]
 
 MAX_STRING = 256
 MAX_ITEMS = 64
@@ -58,6 +59,40 @@ def bounded(value: Any, *, max_items: int = MAX_ITEMS, depth: int = MAX_DEPTH) -
             out_list.append(f"{MORE}[+{len(value) - max_items} items]")
         return out_list
     return bounded(str(value))
+
+
+_JSON_COPY = json.JSONEncoder(default=str)  # built once: ``json.dumps`` with options builds one per call
+
+
+class _NotPlain(Exception):
+    """A value :func:`_plain_copy` leaves to the JSON encoder."""
+
+
+def json_copy(value: Any) -> Any:
+    """``json.loads(json.dumps(value, default=str))``: what a value reads as once sent as JSON, never an
+    alias of ``value``'s containers. Plain values (dicts with string keys, lists, tuples, strings, numbers,
+    booleans, None, by exact type) are copied directly, several times faster than encoding and decoding
+    them; anything else goes through the encoder, as before."""
+    try:
+        return _plain_copy(value)
+    except (_NotPlain, RecursionError):
+        return json.loads(_JSON_COPY.encode(value))
+
+
+def _plain_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = _plain_copy(item)
+        return out
+    if kind is list or kind is tuple:
+        return [_plain_copy(item) for item in value]
+    raise _NotPlain
 
 
 def delta(before: Any, after: Any) -> Any:

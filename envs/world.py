@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno as errno_names
 import functools
-import json
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +17,7 @@ from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
 from .rootfs import private_root
 from .outcome import MAX_VALUES, Effects, Outcome, Resolution
-from .values import ValueCache
+from .values import ValueCache, json_copy
 
 COMMON_KEYS = {"principals", "session", "sessions", "facts"}
 FIRST_UID = 10001
@@ -309,11 +308,6 @@ class World:
         self.close()
 
 
-# One encoder for every copy: ``json.dumps`` with options builds a new encoder each call, which costs
-# several times the encoding of a small output.
-_JSON_COPY = json.JSONEncoder(default=str)
-
-
 def _as_json(value: Any) -> Any:
     """A JSON copy of a tool's output: what an env server would send, and never an alias of live state."""
-    return json.loads(_JSON_COPY.encode(value))
+    return json_copy(value)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from litmus_replay.envs import EnvError, Outcome
 from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime, open_ahead
+from litmus_replay.envs.values import json_copy
 
 from .bindings import Binding, Bindings
 from .model import RecordedResult, ToolCall, Trajectory
@@ -421,7 +422,4 @@ def _normalise(value: Any) -> Any:
             return json.loads(text)
         except ValueError:
             return text
-    return json.loads(_JSON_COPY.encode(value))
-
-
-_JSON_COPY = json.JSONEncoder(default=str)  # built once: ``json.dumps`` with options builds one per call
+    return json_copy(value)

@@ -16,7 +16,7 @@ from litmus_replay.envs import World
 from litmus_replay.envs.domains import records
 from litmus_replay.envs.errors import WorldSpecError
 from litmus_replay.envs.outcome import Effects
-from litmus_replay.envs.values import MAX_DEPTH, MAX_ITEMS, MAX_STRING, MORE, bounded
+from litmus_replay.envs.values import MAX_DEPTH, MAX_ITEMS, MAX_STRING, MORE, bounded, json_copy
 
 
 def _bounded_reference(value: Any, *, max_items: int = MAX_ITEMS, depth: int = MAX_DEPTH) -> Any:
@@ -152,3 +152,44 @@ def test_a_real_table_copied_from_one_loaded_before_takes_writes_as_a_new_one():
             answers.append([world.call({"tool": tool, "params": params, "principal": "alice"}) for tool, params in calls])
             assert world.snapshot() == {}
     assert answers[0] == answers[1]
+
+
+_ODD_KEYS = st.integers() | st.booleans() | st.none() | st.floats() | st.builds(_Label, st.text(max_size=4))
+_JSONISH = st.recursive(
+    _SCALARS | st.floats(allow_nan=True, allow_infinity=True) | st.builds(lambda n: n, st.just(object)),
+    lambda inner: st.lists(inner, max_size=4) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=4) | _ODD_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _json_copy_reference(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSONISH)
+def test_a_json_copy_is_what_encoding_and_decoding_gave(value):
+    copied = json_copy(value)
+    expected = _json_copy_reference(value)
+    assert json.dumps(copied, sort_keys=False) == json.dumps(expected, sort_keys=False)
+    assert repr(copied) == repr(expected)
+
+
+def test_a_json_copy_shares_no_container_with_the_value():
+    value = {"rows": [{"id": 1, "tags": ["a"]}], "pair": (1, 2)}
+    copied = json_copy(value)
+    copied["rows"][0]["tags"].append("b")
+    assert value == {"rows": [{"id": 1, "tags": ["a"]}], "pair": (1, 2)}
+    assert copied["pair"] == [1, 2]
+
+
+def test_a_value_json_cannot_take_fails_as_it_did():
+    for value in ({(1, 2): "tuple key"}, [float("nan")]):
+        try:
+            expected: Any = _json_copy_reference(value)
+        except TypeError as exc:
+            with pytest.raises(TypeError, match=str(exc)):
+                json_copy(value)
+        else:
+            assert repr(json_copy(value)) == repr(expected)
