@@ -19,11 +19,10 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import import_module, metadata
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Collection, Iterator, Literal, Mapping, NamedTuple
+from typing import Any, Callable, ClassVar, Collection, Literal, Mapping, NamedTuple
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
 from .permissions import Checker, Owners
@@ -98,8 +97,7 @@ class WorldEnv:
         """The uid a world declared, for one the kernel reports as an entry's owner."""
         return declared_id(uid) if self.switch_uid else uid
 
-    @contextmanager
-    def acting_as(self, principal: str) -> Iterator[None]:
+    def acting_as(self, principal: str) -> "_ActingAs":
         """Run the body with the principal's effective uid and gid, so the kernel decides file access.
 
         Only where ``switch_uid`` is set: an isolated env server running as root in its namespace. The
@@ -107,16 +105,30 @@ class WorldEnv:
         files; the body is the domains' code, confined to the world's root, and nothing the principal
         supplies runs in this process (a command drops to the stand-in uid before it execs).
         """
-        uid, gid = self.ids(principal)
-        if not self.switch_uid or uid == 0:
-            yield
+        return _ActingAs(self, principal)
+
+
+class _ActingAs:
+    """:meth:`WorldEnv.acting_as` as a plain context manager: it wraps every call, and a generator-based
+    one costs several times as much to enter and leave."""
+
+    __slots__ = ("env", "principal", "switched")
+
+    def __init__(self, env: WorldEnv, principal: str):
+        self.env, self.principal, self.switched = env, principal, False
+
+    def __enter__(self) -> None:
+        uid, gid = self.env.ids(self.principal)
+        if not self.env.switch_uid or uid == 0:
             return
-        uid, gid = self.kernel_ids((uid, gid))
+        uid, gid = self.env.kernel_ids((uid, gid))
         os.setegid(gid)
         os.seteuid(uid)
-        try:
-            yield
-        finally:
+        self.switched = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.switched:
+            self.switched = False
             os.seteuid(0)
             os.setegid(0)
 

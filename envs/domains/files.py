@@ -724,20 +724,30 @@ def _count_tree(host_dir: str, checker: Checker | None = None, world_dir: str = 
 # --- stub semantics ----------------------------------------------------------------------------
 
 
-@contextmanager
-def _fake_superuser() -> Iterator[None]:
+class _fake_superuser:  # noqa: N801 (used as a function: ``with _fake_superuser():``)
     """Run pyfakefs as uid 0, so the stub never refuses on permissions, whatever uid runs the tests.
 
     pyfakefs keeps the acting uid in a module global, restored on exit. One lock for the process holds it
     across the body, so stub worlds in several threads (a Dask worker's) never see another call's uid.
+    A plain context manager, not a generator: it wraps every stub call.
     """
-    with _FAKE_UID_LOCK:
-        previous = fake_helpers.get_uid()
-        fake_helpers.set_uid(0)
+
+    __slots__ = ("previous",)
+
+    def __enter__(self) -> None:
+        _FAKE_UID_LOCK.acquire()
         try:
-            yield
+            self.previous = fake_helpers.get_uid()
+            fake_helpers.set_uid(0)
+        except BaseException:
+            _FAKE_UID_LOCK.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            fake_helpers.set_uid(self.previous)
         finally:
-            fake_helpers.set_uid(previous)
+            _FAKE_UID_LOCK.release()
 
 
 _FAKE_UID_LOCK = threading.RLock()
