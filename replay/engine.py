@@ -7,6 +7,7 @@ world's outcome is the commit context. The stub's output is also compared with t
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -417,9 +418,24 @@ def recorded_match(recorded: RecordedResult | None, stub: Outcome) -> bool | Non
 
 def _normalise(value: Any) -> Any:
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
+        return _remembered_text(value) if len(value) <= _MAX_REMEMBERED else _normalised_text(value)
     return json_copy(value)
+
+
+_MAX_REMEMBERED = 4096  # longer outputs are read afresh each time rather than kept
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_text(value: str) -> Any:
+    """:func:`_normalised_text`, remembered: a batch meets the same outputs run after run. The value is
+    only compared, never changed, so callers may share it."""
+    return _normalised_text(value)
+
+
+def _normalised_text(value: str) -> Any:
+    """An output string read as JSON where it is JSON."""
+    text = value.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

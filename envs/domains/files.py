@@ -573,7 +573,8 @@ class FilesReal(_Files):
         return self._scanner.scan(self.root)
 
     def values(self, resources: Collection[str]) -> dict[str, Any]:
-        return _pick(self._scanner.values(self.root), resources)
+        wanted = set(resources)
+        return _pick(self._scanner.values(self.root, wanted), resources)
 
     def view(self) -> dict[str, Any]:
         return file_view(self._scanner.values(self.root))
@@ -604,10 +605,12 @@ class TreeScanner:
                 state[f"files:{path}"] = digest("other", st.st_mode, self._uid(st))
         return state
 
-    def values(self, root: str) -> dict[str, dict[str, Any]]:
-        """``files:<world path>`` -> the entry's value, for every entry of the tree."""
+    def values(self, root: str, wanted: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``files:<world path>`` -> the entry's value, for every entry of the tree (or those ``wanted``)."""
         out: dict[str, dict[str, Any]] = {}
         for path, host, st in self._walk(root):
+            if wanted is not None and f"files:{path}" not in wanted:
+                continue
             if stat.S_ISLNK(st.st_mode):
                 out[f"files:{path}"] = entry_value("symlink", st.st_mode, self._uid(st), target=_readlink(host))
             elif stat.S_ISREG(st.st_mode):
@@ -941,20 +944,24 @@ class FilesStub(_Files):
         self._scan(self.fs.root, "", state)
         return state
 
-    def _scan(self, directory: FakeDirectory, world_dir: str, state: dict[str, Any], describe: Any = None) -> None:
+    def _scan(self, directory: FakeDirectory, world_dir: str, state: dict[str, Any], describe: Any = None,
+              wanted: Collection[str] | None = None) -> None:
         for name, obj in directory.entries.items():
             world = f"{world_dir}/{name}"
-            state[f"files:{world}"] = (describe or _fake_digest)(obj)
+            key = f"files:{world}"
+            if wanted is None or key in wanted:
+                state[key] = (describe or _fake_digest)(obj)
             if isinstance(obj, FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
-                self._scan(obj, world, state, describe)
+                self._scan(obj, world, state, describe, wanted)
 
-    def _values(self) -> dict[str, Any]:
+    def _values(self, wanted: Collection[str] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        self._scan(self.fs.root, "", out, _fake_value)
+        self._scan(self.fs.root, "", out, _fake_value, wanted)
         return out
 
     def values(self, resources: Collection[str]) -> dict[str, Any]:
-        return _pick(self._values(), resources)
+        wanted = set(resources)
+        return _pick(self._values(wanted), resources)
 
     def view(self) -> dict[str, Any]:
         return file_view(self._values())

@@ -357,7 +357,7 @@ class ShellReal(_Shell):
         """The world's files, valued as the files domain values them."""
         if self.root is None:
             return {}
-        found = self._scanner.values(self.root)
+        found = self._scanner.values(self.root, set(resources))
         return {key: found[key] for key in resources if key in found}
 
     def view(self) -> dict[str, Any]:
