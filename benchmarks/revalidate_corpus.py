@@ -13,6 +13,9 @@ same load; the figure is the median round. CPU is the process's and all its wait
 The machine's load average is printed with every figure, since other work on it slows both columns;
 ``--against PYTHON`` adds, in the same rounds, the rows of another installation (an interpreter whose
 ``litmus_replay`` is an earlier version), so the two compare under the same load.
+Each installation's bytecode is compiled first, as ``pip install`` does: an editable install under
+``PYTHONDONTWRITEBYTECODE`` never writes it, and every process (CLI, workers, env servers) would then
+compile the package from source, about 0.25 s of CPU each. ``--source-only`` measures that case.
 Goal: at most 5 s with the sandbox on two cores, at most 3.5 s in-process.
 """
 
@@ -54,6 +57,18 @@ def run_once(out: Path, runtime: str, jobs: int, reports: str, python: str = sys
     return wall, usage.ru_utime + usage.ru_stime
 
 
+_COMPILE = """
+import compileall, importlib, os
+for name in ("replay", "envs", "adapters"):
+    compileall.compile_dir(os.path.dirname(importlib.import_module("litmus_replay." + name).__file__), quiet=1)
+"""
+
+
+def compile_bytecode(python: str) -> None:
+    """Write the installation's bytecode, as an install from a wheel does."""
+    subprocess.run([python, "-c", _COMPILE], check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
+
+
 def runs_in(out: Path) -> int:
     with open(out / "results.jsonl", "rb") as handle:
         return sum(1 for _ in handle)
@@ -66,12 +81,17 @@ def main() -> None:
     parser.add_argument("--reports", default="flagged", choices=("all", "flagged", "none"))
     parser.add_argument("--no-dask", action="store_true")
     parser.add_argument("--against", metavar="PYTHON", help="also time the litmus_replay this interpreter imports")
+    parser.add_argument("--source-only", action="store_true", help="do not compile bytecode first")
     args = parser.parse_args()
     print(f"# revalidate_corpus.py --rounds {args.rounds} --jobs {args.jobs} --reports {args.reports}"
-          + (f" --against {args.against}" if args.against else ""))
+          + (f" --against {args.against}" if args.against else "") + (" --source-only" if args.source_only else ""))
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; corpus: "
-          f"{CORPUS.name}/ (1,200 inspect runs); whole processes, runtimes alternating, median of {args.rounds}")
+          f"{CORPUS.name}/ (1,200 inspect runs); whole processes, runtimes alternating, median of {args.rounds}; "
+          + ("no bytecode compiled" if args.source_only else "bytecode compiled first"))
     pythons = {"": sys.executable, **({" (against)": args.against} if args.against else {})}
+    if not args.source_only:
+        for python in pythons.values():
+            compile_bytecode(python)
     labels = [(f"{runtime}{tag}", runtime, python) for tag, python in pythons.items() for runtime in RUNTIMES]
     rows: dict[str, list[tuple[float, float, str]]] = {label: [] for label, _, _ in labels}
     with tempfile.TemporaryDirectory() as tmp:
