@@ -908,6 +908,7 @@ class Progress:
     advance: Callable[[dict[str, Any]], None] = lambda line: None
     total: Callable[[int], None] = lambda total: None
     notice: Callable[[str], None] = lambda text: None  # the runtime isolates less here than it can: why
+    begin: Callable[[], None] = lambda: None  # past every check: the batch has written to its output
 
 
 def run_batch(
@@ -965,6 +966,7 @@ def run_batch(
     except OSError as exc:
         found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
+    progress.begin()
     summary_due = 0.0  # when summary.json is next written, as the lines come
 
     def on_line(line: dict[str, Any]) -> None:

@@ -334,11 +334,15 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
 
     hooks.notice = notice
+    hooks.begin = bar.start  # not before: bad input is one line, with no bar above it
     try:
-        with bar:
+        try:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
                                        scheduler=scheduler, reports="none" if no_reports else reports,
                                        progress=hooks)
+        finally:
+            if bar.live.is_started:
+                bar.stop()
     except InputError as exc:
         _fail(exc.line())
         sys.exit(EXIT_BAD_INPUT)

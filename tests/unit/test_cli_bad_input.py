@@ -127,3 +127,15 @@ def test_console_script_prints_no_traceback(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_revalidate_with_a_bad_worlds_directory_is_one_line_and_writes_nothing(tmp_path):
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(TRAJECTORY_LINE + "\n")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "litmus_replay.replay", "revalidate", str(runs), "--worlds", str(tmp_path / "no-worlds"),
+         "--out", str(out), "--runtime", "inprocess"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no-worlds" in proc.stderr, proc.stderr
+    assert not out.exists()
