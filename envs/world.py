@@ -34,7 +34,8 @@ def scratch_dir() -> str | None:
         return None
     try:
         usable = os.path.isdir(MEMORY_FS) and os.access(MEMORY_FS, os.W_OK | os.X_OK)
-        free = os.statvfs(MEMORY_FS).f_bavail * os.statvfs(MEMORY_FS).f_frsize if usable else 0
+        stat = os.statvfs(MEMORY_FS) if usable else None
+        free = stat.f_bavail * stat.f_frsize if stat else 0
     except OSError:
         return None
     return MEMORY_FS if free >= MEMORY_FS_ROOM else None

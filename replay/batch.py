@@ -216,16 +216,15 @@ class Discovery:
                 if found.reason is not None:
                     on_unreadable(Unreadable(found.file, found.reason))
                 else:
-                    yield Run(found.early_id, found.seq, found.file, stored=(self.spool, found.offset, found.length),
-                              trajectory_id=found.trajectory_id)
+                    yield self._run(found, found.early_id)
+
+    def _run(self, found: Found, run_id: str) -> Run:
+        return Run(run_id, found.seq, found.file, stored=(self.spool, found.offset, found.length),
+                   trajectory_id=found.trajectory_id)
 
     def _items(self) -> Iterator[Run | Unreadable]:
         for found in self.index:
-            if found.reason is not None:
-                yield Unreadable(found.file, found.reason)
-            else:
-                yield Run(found.run_id, found.seq, found.file, stored=(self.spool, found.offset, found.length),
-                          trajectory_id=found.trajectory_id)
+            yield Unreadable(found.file, found.reason) if found.reason is not None else self._run(found, found.run_id)
 
     def iter_runs(self) -> Iterator[Run]:
         """The runs, in discovery order."""
@@ -440,12 +439,6 @@ def _safe_name(run_id: str) -> str:
 
 
 # --- results.jsonl: append as we go, resume, finish in order -------------------------------------
-
-
-def read_results(path: Path) -> dict[str, dict[str, Any]]:
-    """The complete lines of an existing results file, by run id; a torn last line is cut off the file."""
-    _cut_torn_line(path)
-    return {line["run"]: line for line in iter_results(path)}
 
 
 def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> bool:

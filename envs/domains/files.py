@@ -275,10 +275,9 @@ class FilesReal(_Files):
 
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
-        self._owned_root: str | None = None
-        if env.root is None:
-            self._owned_root = str(private_root("litmus-files-").parent)
-        self.root = os.path.realpath(env.root if env.root is not None else f"{self._owned_root}/root")
+        owned = private_root("litmus-files-") if env.root is None else None
+        self._owned_root: str | None = str(owned.parent) if owned is not None else None
+        self.root = os.path.realpath(env.root if env.root is not None else owned)
         os.makedirs(self.root, exist_ok=True)
         self._scanner = TreeScanner(env.owners, env.declared_uid)
         # Only where each call runs under its principal's uid are entries chowned (to the ids the kernel
