@@ -8,8 +8,9 @@ LocalCluster against the local process pool.
 Each round runs ``litmus-replay revalidate corpus/runs --worlds corpus/worlds --out OUT --runtime R``
 as a whole process (interpreter start, discovery, worker processes, sandboxes, results, summary, pages
 and index all counted) into an empty output directory, the runtimes taking turns so that both see the
-same load; the figure is the median round. CPU is the process's and all its waited-for descendants'
-(workers, sandboxes and their env servers) user + system time; cores busy is CPU over wall time.
+same load; the figure is the median round. CPU is the user + system time of the process and every process it started (workers, sandboxes and
+their env servers, which this script adopts and reaps: see ``_orphans``); cores busy is CPU over wall
+time.
 The machine's load average is printed with every figure, since other work on it slows both columns;
 ``--against PYTHON`` adds, in the same rounds, the rows of another installation (an interpreter whose
 ``litmus_replay`` is an earlier version), so the two compare under the same load.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _orphans import adopt_orphans, reap_orphans
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 RUNTIMES = ("sandbox", "inprocess")
@@ -46,15 +50,22 @@ def run_once(out: Path, runtime: str, jobs: int, reports: str, python: str = sys
     command = [python, "-m", "litmus_replay.replay", "revalidate", str(CORPUS / "runs"), "--worlds",
                str(CORPUS / "worlds"), "--out", str(out), "--runtime", runtime, "--jobs", str(jobs),
                "--reports", reports]
+    before = cpu_of_children()
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=CORPUS.parent)
-    _, status, usage = os.wait4(process.pid, 0)
+    _, status, _ = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
+    reap_orphans()  # env servers whose launcher ended first: their CPU counts too
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode() if process.stderr else ""
     if process.returncode != 0:
         raise SystemExit(f"{runtime}: exit {process.returncode}: {stderr.strip().splitlines()[-1:]}")
-    return wall, usage.ru_utime + usage.ru_stime
+    return wall, cpu_of_children() - before
+
+
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 _COMPILE = """
@@ -83,6 +94,7 @@ def main() -> None:
     parser.add_argument("--against", metavar="PYTHON", help="also time the litmus_replay this interpreter imports")
     parser.add_argument("--source-only", action="store_true", help="do not compile bytecode first")
     args = parser.parse_args()
+    adopt_orphans()
     print(f"# revalidate_corpus.py --rounds {args.rounds} --jobs {args.jobs} --reports {args.reports}"
           + (f" --against {args.against}" if args.against else "") + (" --source-only" if args.source_only else ""))
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; corpus: "

@@ -37,12 +37,15 @@ CHILD = r"""
 import json, resource, sys, time
 from litmus_replay.replay import batch
 corpus, out, runtime, jobs, executor = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+sys.path.insert(0, sys.argv[6])
+from _orphans import adopt_orphans, reap_orphans
+adopt_orphans()
 
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 def cpu():
-    # this process and its waited-for descendants (the pool's workers, once joined; a worker's env servers)
+    # this process and its waited-for descendants (the pool's workers, once joined; env servers, adopted)
     return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 options, client = {}, None
@@ -61,6 +64,7 @@ cpu_before = total_cpu()
 started = time.perf_counter()
 summary = batch.run_batch([corpus + "/runs"], corpus + "/worlds", out, runtime=runtime, jobs=jobs, **options)
 seconds = time.perf_counter() - started
+reap_orphans()  # env servers whose launcher ended first
 cpu_seconds = total_cpu() - cpu_before
 if client:
     worker_mb = max(client.run(peak).values())
@@ -121,7 +125,7 @@ def main() -> None:
                 before = load()
                 started = time.perf_counter()
                 proc = subprocess.run([sys.executable, "-c", CHILD, str(source), str(out), args.runtime, str(args.jobs),
-                                       executor], check=True, capture_output=True, text=True)
+                                       executor, str(Path(__file__).resolve().parent)], check=True, capture_output=True, text=True)
                 wall = time.perf_counter() - started
                 figures = json.loads(proc.stdout.strip().splitlines()[-1])
                 seconds, cpu, runs = figures["seconds"], figures["cpu"], figures["runs"]
