@@ -108,6 +108,19 @@ class EnvClient:
         self._unread_bytes += len(data)
         return reply
 
+    def send_each(self, op: str, messages: Iterable[Mapping[str, Any]],
+                  timeout: float | None = None) -> list["Reply | EnvError"]:
+        """One ``op`` request per message, all sent now (reading earlier replies only where the window is
+        full), their replies to be read later with :func:`results`: an entry per message, its
+        :class:`Reply`, or the :class:`EnvError` that kept it from being sent."""
+        entries: list[Reply | EnvError] = []
+        for fields in messages:
+            try:
+                entries.append(self.send(op, timeout, **fields))
+            except EnvError as exc:
+                entries.append(exc)
+        return entries
+
     @property
     def pending(self) -> int:
         """Requests sent whose replies are not read yet."""
@@ -253,6 +266,18 @@ class EnvClient:
         return info
 
 
+def results(entries: Iterable["Reply | EnvError"]) -> Iterator[Any]:
+    """Each entry's result in order, or the :class:`EnvError` its request raised (see :meth:`EnvClient.send_each`)."""
+    for entry in entries:
+        if isinstance(entry, EnvError):
+            yield entry
+            continue
+        try:
+            yield entry.result()
+        except EnvError as exc:
+            yield exc
+
+
 def _window(fd: int) -> int:
     """The bytes of requests that may wait unread in ``fd``: less than a pipe's capacity."""
     if not hasattr(fcntl, "F_GETPIPE_SZ"):  # not Linux: pipes hold their default
@@ -270,19 +295,24 @@ class ServerWorld(WorldHandle):
     def __init__(self, client: EnvClient, release: Callable[[EnvClient], None], call_timeout: float,
                  snapshot_ahead: Reply | None = None):
         """``snapshot_ahead``: a snapshot sent right after the load, answered while the caller works, for
-        the first :meth:`snapshot` or :meth:`digest` before any call (which would make it stale)."""
+        the first :meth:`snapshot` or :meth:`digest` (calls sent ahead of the world come after it)."""
         self.client = client
         self._release = release
         self.call_timeout = call_timeout
         self._closed = False
         self._snapshot_ahead = snapshot_ahead
+        self._report_ahead: Reply | None = None  # a report sent behind the calls sent ahead
+
+    def report_ahead(self, reply: Reply) -> None:
+        """``reply`` answers the next :meth:`report`, unless a call is made first."""
+        self._report_ahead = reply
 
     def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        self._snapshot_ahead = None
+        self._snapshot_ahead = self._report_ahead = None
         return self.client.request("call", timeout=self.call_timeout, request=dict(request))
 
     def call_each(self, requests: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
-        self._snapshot_ahead = None
+        self._snapshot_ahead = self._report_ahead = None
         return self.client.pipeline("call", ({"request": dict(request)} for request in requests), self.call_timeout)
 
     def _snapshot(self) -> dict[str, Any]:
@@ -293,7 +323,8 @@ class ServerWorld(WorldHandle):
         return self._snapshot()["state"]
 
     def report(self) -> dict[str, Any]:
-        return self.client.request("report")["reports"]
+        ahead, self._report_ahead = self._report_ahead, None
+        return (ahead.result() if ahead is not None else self.client.request("report"))["reports"]
 
     def digest(self) -> str:
         return self._snapshot()["digest"]

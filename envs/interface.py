@@ -7,7 +7,7 @@ that would import it back (the registry of runtimes is :mod:`.registry`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from .domain import Semantics
 from .errors import EnvError
@@ -54,13 +54,38 @@ class WorldHandle(ABC):
 class PendingWorld:
     """A world whose opening has begun (:meth:`Runtime.open_ahead`)."""
 
-    def __init__(self, finish: Callable[[], WorldHandle], cancel: Callable[[], None] | None = None):
+    def __init__(self, finish: Callable[[], WorldHandle], cancel: Callable[[], None] | None = None,
+                 send_calls: Callable[[Sequence[Mapping[str, Any]], bool], Iterator[dict[str, Any] | EnvError]]
+                 | None = None):
+        """``send_calls(requests, then_report)``: a runtime whose world lives in another process sends the
+        calls behind the load at once (see :meth:`call_each`); without it they are made when read."""
         self._finish = finish
         self._cancel = cancel
+        self._send_calls = send_calls
+        self._world: WorldHandle | None = None
 
     def result(self) -> WorldHandle:
         """The open world; raises what :meth:`Runtime.open_world` would have raised."""
-        return self._finish()
+        if self._world is None:
+            self._world = self._finish()
+        return self._world
+
+    def call_each(self, requests: Sequence[Mapping[str, Any]], *,
+                  then_report: bool = False) -> Iterator[dict[str, Any] | EnvError]:
+        """The outcomes of ``requests`` applied in order to the world once it is open, as
+        :meth:`WorldHandle.call_each` yields them. A runtime whose world lives in another process sends
+        them now, right behind the load (and, with ``then_report``, the world's :meth:`~WorldHandle.report`
+        behind them), so its server works through the whole run while the caller builds the other world.
+
+        Ask for :meth:`result` before reading the outcomes; the world's first :meth:`~WorldHandle.snapshot`
+        is its state before these calls, and its other calls come after them. At most once per world.
+        """
+        if self._send_calls is not None:
+            return self._send_calls(requests, then_report)
+        return self._made_when_read(requests)
+
+    def _made_when_read(self, requests: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
+        yield from self.result().call_each(requests)
 
     def cancel(self) -> None:
         """Give the world up without using it (its host goes back, or is stopped)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from litmus_replay.envs import EnvError, Outcome
 from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime, open_ahead
@@ -135,9 +135,14 @@ class Replayer:
         """Replay every recorded call; a call no domain or binding knows is scored ``unknown_tool``."""
         facts = world_facts(world)
         route = _Router(frozenset(world_tools(world)), bindings or Bindings())
-        # An isolated real world is built by its server while the stub world is built here; either way
-        # the stub world's failure is the one raised first, as when they were opened one after the other.
+        # Open loop: every request is known before any outcome, so an isolated real world is built and
+        # works through the whole run in its server while the stub world is built and called here. Either
+        # way the stub world's failure is the one raised first, as when they were opened one after the other.
+        plan = [(turn, call, *_request(trajectory, call, route, self.policy.uses_state))
+                for turn, call in trajectory.calls()]
         real_ahead = open_ahead(self.real_runtime, world, "real")
+        real_outcomes = real_ahead.call_each([request for *_, request in plan if request is not None],
+                                             then_report=True)
         try:
             stub_world = self.stub_runtime.open_world(world, "stub")
         except BaseException:
@@ -150,7 +155,7 @@ class Replayer:
                     initial = frozenset(real_world.snapshot())
                 except EnvError:  # a world lost before its first call: every call records the harness error
                     initial = frozenset()
-                calls = self._replay_calls(trajectory, stub_world, real_world, facts, route)
+                calls = self._replay_calls(plan, stub_world, real_outcomes, facts)
                 reports = {"stub": _report(stub_world), "real": _report(real_world)}
             finally:
                 real_world.close()
@@ -170,21 +175,16 @@ class Replayer:
 
     def _replay_calls(
         self,
-        trajectory: Trajectory,
+        plan: list[tuple[int, ToolCall, str, Binding | None, dict[str, Any] | None]],
         stub_world: WorldHandle,
-        real_world: WorldHandle,
+        real_outcomes: Iterator[dict[str, Any] | EnvError],
         facts: dict[str, Any],
-        route: "_Router",
     ) -> list[CallReplay]:
+        """Each planned call into the stub world, paired with the real world's outcome of its request."""
         keep_history = self.policy.uses_history
-        want_state = self.policy.uses_state
         stub_history: list[dict[str, Any]] = []
         real_history: list[dict[str, Any]] = []
         replays = []
-        # Open loop: every request is known before any outcome, so the real world may work ahead of the
-        # stub world (an isolated runtime keeps several requests in flight).
-        plan = [(turn, call, *_request(trajectory, call, route, want_state)) for turn, call in trajectory.calls()]
-        real_outcomes = real_world.call_each(request for *_, request in plan if request is not None)
         for turn, call, declared, binding, request in plan:
             if request is None:
                 replays.append(self._unknown(turn, call, declared, stub_history, facts))

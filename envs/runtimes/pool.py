@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Protocol, TypeVar
 
-from ..client import CallTimeout, EnvClient, Reply, ServerGone, ServerWorld
+from ..client import CallTimeout, EnvClient, Reply, ServerGone, ServerWorld, results
 from ..errors import EnvError
 from ..interface import PendingWorld
 
@@ -259,16 +259,7 @@ class PooledWorld(ServerWorld):
             raise
 
     def call_each(self, requests: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any] | EnvError]:
-        def tainting(requests: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-            for request in requests:  # taken as it is sent
-                if request.get("tool") in self._uncontained:
-                    self.host.tainted = True
-                yield request
-
-        for outcome in super().call_each(tainting(requests)):
-            if isinstance(outcome, (CallTimeout, ServerGone)):
-                self._pool.discard(self.host)
-            yield outcome
+        return _discarding(self._pool, self.host, super().call_each(_tainting(self.host, self._uncontained, requests)))
 
     def snapshot(self) -> dict[str, str]:
         try:
@@ -276,6 +267,23 @@ class PooledWorld(ServerWorld):
         except (CallTimeout, ServerGone):
             self._pool.discard(self.host)
             raise
+
+
+def _tainting(host: Any, uncontained: frozenset[str],
+              requests: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """``requests``, each marking the host tainted as it is taken (to be sent) if its tool is uncontained."""
+    for request in requests:
+        if request.get("tool") in uncontained:
+            host.tainted = True
+        yield request
+
+
+def _discarding(pool: Pool[Any], host: Any, outcomes: Iterator[Any]) -> Iterator[Any]:
+    """``outcomes``, stopping the host at the first that says its server is lost."""
+    for outcome in outcomes:
+        if isinstance(outcome, (CallTimeout, ServerGone)):
+            pool.discard(host)
+        yield outcome
 
 
 def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], Reply | None], call_timeout: float,
@@ -294,7 +302,8 @@ def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], 
              keep_after_bad_load: bool = True) -> PendingWorld:
     """:func:`open_on` in two steps: take a host and ``send(host)`` the world's load now, then, when the
     world is asked for, call what ``send`` returned (it waits for the load's answer, and may return a
-    snapshot sent after it) and wrap the world. A load that fails is handled as in :func:`open_on`."""
+    snapshot sent after it) and wrap the world. A load that fails is handled as in :func:`open_on`. The
+    world's calls may be sent behind the load before it is asked for (:meth:`PendingWorld.call_each`)."""
     host = pool.take(key)
 
     def failed(exc: BaseException) -> None:
@@ -310,6 +319,8 @@ def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], 
     except BaseException as exc:
         failed(exc)
         raise
+    report: list[Reply] = []  # a report sent behind the calls sent ahead
+    made: list[PooledWorld] = []  # the world, once asked for
 
     def finish() -> PooledWorld:
         try:
@@ -317,16 +328,36 @@ def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], 
         except BaseException as exc:
             failed(exc)
             raise
-        return world_class(host, pool, key, call_timeout, uncontained, snapshot_ahead)
+        world = world_class(host, pool, key, call_timeout, uncontained, snapshot_ahead)
+        made.append(world)
+        if report:
+            world.report_ahead(report[0])
+        return world
+
+    def send_calls(requests: Iterable[Mapping[str, Any]], then_report: bool) -> Iterator[Any]:
+        client = host.client
+        assert client is not None
+        sent = client.send_each("call", ({"request": dict(request)}
+                                         for request in _tainting(host, uncontained, requests)), call_timeout)
+        if then_report and not client.broken:
+            try:
+                report.append(client.send("report"))
+            except EnvError:  # the server is gone: the world's report says so when asked
+                pass
+            else:
+                if made:
+                    made[0].report_ahead(report[0])
+        return _discarding(pool, host, results(sent))
 
     def cancel() -> None:
         try:
-            world = finish()
+            world = pending.result()
         except EnvError:
             return
         world.close()
 
-    return PendingWorld(finish, cancel)
+    pending = PendingWorld(finish, cancel, send_calls)
+    return pending
 
 
 __all__ = ["Host", "Pool", "PooledWorld", "begin_on", "open_on"]

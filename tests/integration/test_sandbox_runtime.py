@@ -244,6 +244,33 @@ def test_a_world_opened_ahead_is_built_while_the_caller_works_and_a_refusal_wait
         runtime.close()
 
 
+def test_calls_sent_behind_the_load_answer_as_the_worlds_own_calls_and_its_report_rides_behind_them(sandbox):
+    requests = [{"tool": "write_file", "params": {"path": "/workspace/new.txt", "content": "x"}, "principal": "alice"},
+                {"tool": "read_file", "params": {"path": "/home/bob/secret"}, "principal": "alice"},
+                {"tool": "no_such_tool", "params": {}, "principal": "alice"},
+                {"tool": "read_file", "params": {"path": "/workspace/new.txt"}, "principal": "bob"}]
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        with runtime.open_world(WORLD, "real") as plain:
+            before = plain.snapshot()
+            expected = [outcome if isinstance(outcome, dict) else type(outcome).__name__
+                        for outcome in plain.call_each(requests)]
+            after, expected_report = plain.snapshot(), plain.report()
+        pending = runtime.open_ahead(WORLD, "real")
+        outcomes = pending.call_each(requests, then_report=True)
+        (host,) = runtime.pool.hosts()
+        # load, its snapshot, every call and the report are on their way before the world is asked for
+        assert len(host.client._unread) == 2 + len(requests) + 1
+        world = pending.result()
+        assert world.snapshot() == before  # the first snapshot is the world before the calls
+        assert [outcome if isinstance(outcome, dict) else type(outcome).__name__ for outcome in outcomes] == expected
+        assert world.report() == expected_report and not host.client._unread  # no report asked again
+        assert world.snapshot() == after
+        world.close()
+    finally:
+        runtime.close()
+
+
 def test_a_call_past_the_backstop_kills_the_sandbox_and_the_engine_records_harness_errors(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, call_timeout=1.0, warm=False)
     stopped: list[int] = []

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from litmus_replay.envs import client as client_module
-from litmus_replay.envs.client import EnvClient, MessageTooLarge, ServerError, ServerGone
+from litmus_replay.envs.client import EnvClient, MessageTooLarge, ServerError, ServerGone, results
 
 SPEC = {
     "principals": ["alice", "bob"],
@@ -87,6 +87,23 @@ def test_a_request_too_large_is_refused_in_its_place_and_the_rest_go_on(server, 
     first, refused, last = client.pipeline("call", ({"request": r} for r in requests))
     assert first["output"] == "hello" and last["output"] == "hello"
     assert isinstance(refused, MessageTooLarge)
+
+
+def test_requests_sent_at_once_answer_in_their_places_a_refused_one_included(server, monkeypatch):
+    monkeypatch.setattr(client_module, "MAX_MESSAGE", 9000)
+    requests = _calls(3) + [{"tool": "write_file", "params": {"path": "/workspace/b", "content": "y" * 9000},
+                             "principal": "alice"}]
+    answers = []
+    for at_once in (False, True):
+        _, client = server()
+        client.request("load", spec=SPEC, semantics="real")
+        if at_once:
+            sent = client.send_each("call", ({"request": r} for r in requests))
+            answers.append(_answers(results(sent)))
+        else:
+            answers.append(_one_at_a_time(client, requests))
+        assert client.request("report") is not None  # still in step afterwards
+    assert answers[0] == answers[1] and answers[1][-1][1] == "MessageTooLarge"
 
 
 def test_a_server_lost_part_way_fails_every_later_request():

@@ -85,3 +85,16 @@ def test_a_world_refused_ahead_raises_when_it_is_asked_for_after_the_stub_worlds
         Replayer(policy, stub_runtime=BrokenStubs(), real_runtime=ahead).replay(TRAJECTORY, bad)
     with pytest.raises(WorldSpecError):
         Replayer(policy, real_runtime=ahead).replay(TRAJECTORY, bad)
+
+
+def test_by_default_calls_asked_for_ahead_are_made_on_the_one_world_as_their_outcomes_are_read():
+    runtime = InProcessRuntime()
+    pending = runtime.open_ahead(WORLD, "real")
+    update = {"tool": "update_record", "params": {"id": 1, "fields": {"v": 2}}, "principal": "alice"}
+    outcomes = pending.call_each([update], then_report=True)
+    world = pending.result()
+    assert pending.result() is world
+    before = world.snapshot()
+    assert next(outcomes)["status"] == "ok" and world.snapshot() != before
+    assert list(outcomes) == []
+    world.close()

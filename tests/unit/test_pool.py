@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from litmus_replay.envs.errors import EnvError
-from litmus_replay.envs.runtimes.pool import Pool, PooledWorld, open_on
+from litmus_replay.envs.runtimes.pool import Pool, PooledWorld, begin_on, open_on
 
 
 class FakeClient:
@@ -23,7 +23,7 @@ class FakeClient:
             raise CallTimeout("no answer")
         if op == "close" and self.failing_close:
             raise EnvError("close: the world would not tear down")
-        return {"status": "ok"} if op == "call" else {}
+        return {"call": {"status": "ok"}, "report": {"reports": {}}}.get(op, {})
 
     def send(self, op, timeout=None, **fields):
         """Sent now, its answer (or error) given when asked for (as the real client's ``Reply``)."""
@@ -31,6 +31,10 @@ class FakeClient:
             return Answer(self.request(op, timeout, **fields), None)
         except EnvError as exc:
             return Answer(None, exc)
+
+
+    def send_each(self, op, messages, timeout=None):
+        return [self.send(op, timeout, **fields) for fields in messages]
 
 
 class Answer:
@@ -134,6 +138,31 @@ def test_a_world_that_loses_its_server_stops_its_host_at_once_and_a_tainting_cal
         world.call({"tool": "hang"})
     assert world.host.stopped
     world.close()  # nothing left to give back
+
+
+def test_calls_sent_ahead_taint_as_they_are_sent_and_a_lost_server_stops_the_host_as_its_outcome_is_read(made):
+    pool = _pool(made)
+    pending = begin_on(pool, "a", lambda host: lambda: None, 1.0, frozenset({"run_command"}))
+    outcomes = pending.call_each([{"tool": "read"}, {"tool": "run_command"}, {"tool": "hang"}], then_report=True)
+    (host,) = made
+    assert host.tainted and host.client.requests == ["call", "call", "call"]  # the server lost: no report sent
+    world = pending.result()
+    assert next(outcomes) == {"status": "ok"} and next(outcomes) == {"status": "ok"} and not host.stopped
+    assert isinstance(next(outcomes), EnvError) and host.stopped
+    world.close()
+
+
+def test_a_report_sent_behind_the_calls_answers_the_worlds_report_unless_a_call_came_after(made):
+    pool = _pool(made)
+    pending = begin_on(pool, "a", lambda host: lambda: None, 1.0, frozenset())
+    outcomes = list(pending.call_each([{"tool": "read"}], then_report=True))
+    world = pending.result()
+    assert outcomes == [{"status": "ok"}] and made[0].client.requests == ["call", "report"]
+    world.report()
+    assert made[0].client.requests == ["call", "report"]  # answered by the one sent ahead
+    world.call({"tool": "read"})
+    world.report()
+    assert made[0].client.requests == ["call", "report", "call", "report"]
 
 
 def test_a_failed_load_gives_a_healthy_host_back_or_stops_it(made):
