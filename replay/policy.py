@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-import cel
+from .cel_engine import cel
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import limits

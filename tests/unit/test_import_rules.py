@@ -80,3 +80,13 @@ def test_a_bridge_imports_its_benchmark_only_when_a_world_opens():
             "print(sorted(m for m in ('agentdojo', 'yaml', 'pydantic') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_judging_calls_does_not_import_the_cel_librarys_command_line():
+    import subprocess
+
+    code = ("import sys, litmus_replay.replay.policy as p; "
+            "p.Policy.compile(p.PolicySpec(rules=[p.RuleSpec(id='r', when='call.tool == \"x\"')])); "
+            "print(sorted(m for m in ('cel.cli', 'prompt_toolkit', 'typer') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
