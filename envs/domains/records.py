@@ -31,7 +31,7 @@ __all__ = ["Clause", "RecordsReal", "RecordsStub", "compile_filter", "filter_mat
 
 COLUMNS = ("id", "owner", "version")
 ROW_PREFIX = "records:row/"  # a row's resource id is this and the row's id
-_ROW_KEY = re.compile(r"records:row/-?[0-9]{1,19}")
+_ROW_KEY = re.compile(re.escape(ROW_PREFIX) + r"-?[0-9]{1,19}")
 ROW_KEYS = ("id", "owner", "version", "data")
 SECTION_KEYS = ("rows", "writers")
 ADMIN_ROLE = "admin"
@@ -447,7 +447,7 @@ class _Records(Domain):
     def values(self, resources: Collection[str]) -> dict[str, Any]:
         """A row: its id, owner, version and data."""
         wanted = set(resources)
-        return {key: bounded(row) for row in self._rows() if (key := f"records:row/{row['id']}") in wanted}
+        return {key: bounded(row) for row in self._rows() if (key := f"{ROW_PREFIX}{row['id']}") in wanted}
 
     def view(self) -> dict[str, Any]:
         """``rows``: every row (id, owner, version, data), by id."""
@@ -484,7 +484,7 @@ class RecordsStub(_Records):
                 digest = digests.get(row["id"])
                 if digest is None:
                     digest = digests[row["id"]] = _digest(row["owner"], row["version"], row["data"])
-                state[f"records:row/{row['id']}"] = digest
+                state[f"{ROW_PREFIX}{row['id']}"] = digest
             self._snapshot_cache = (self._changes, state)
         return dict(self._snapshot_cache[1])
 
@@ -495,7 +495,7 @@ class RecordsStub(_Records):
         clauses = parse_filter(filter)
         matched = [row for row in self.rows if filter_matches(row, clauses)]
         call.resolve(matched=[row["id"] for row in matched])
-        call.read(*(f"records:row/{i}" for i in call.resolved["matched"]))
+        call.read(*(f"{ROW_PREFIX}{i}" for i in call.resolved["matched"]))
         return matched
 
     @tool
@@ -517,7 +517,7 @@ class RecordsStub(_Records):
     def update_record(self, call: Call, id: Any, fields: Any, if_version: Any = None) -> dict[str, Any]:
         row_id = _int_param(id, "id")
         call.resolve(id=row_id)
-        call.read(f"records:row/{row_id}")
+        call.read(f"{ROW_PREFIX}{row_id}")
         changes = _fields_param(fields)
         if if_version is not None:
             _int_param(if_version, "if_version")  # well-formed, but the stub never compares it
@@ -587,7 +587,7 @@ class RecordsReal(_Records):
         changes = self.db.total_changes
         if self._snapshot_cache is None or self._snapshot_cache[0] != changes:
             rows = self.db.execute("SELECT id, owner, version, data FROM rows ORDER BY id")
-            state = {f"records:row/{i}": _stored_digest(owner, version, data) for i, owner, version, data in rows}
+            state = {f"{ROW_PREFIX}{i}": _stored_digest(owner, version, data) for i, owner, version, data in rows}
             self._snapshot_cache = (changes, state)
         return dict(self._snapshot_cache[1])
 
@@ -634,7 +634,7 @@ class RecordsReal(_Records):
     def query_records(self, call: Call, filter: Any = "*") -> list[dict[str, Any]]:
         rows = self._select(*compile_filter(parse_filter(filter)))
         call.resolve(matched=[row["id"] for row in rows])
-        call.read(*(f"records:row/{i}" for i in call.resolved["matched"]))
+        call.read(*(f"{ROW_PREFIX}{i}" for i in call.resolved["matched"]))
         return rows
 
     @tool
@@ -643,7 +643,7 @@ class RecordsReal(_Records):
         with self._transaction() as db:
             matched = [(row["id"], row["owner"]) for row in self._select(where, params)]
             call.resolve(matched=[row_id for row_id, _ in matched])
-            call.read(*(f"records:row/{i}" for i in call.resolved["matched"]))
+            call.read(*(f"{ROW_PREFIX}{i}" for i in call.resolved["matched"]))
             self._authorize(call, matched, "delete")
             deleted = db.execute(f"DELETE FROM rows WHERE {where}", params).rowcount
         if matched:
@@ -654,7 +654,7 @@ class RecordsReal(_Records):
     def update_record(self, call: Call, id: Any, fields: Any, if_version: Any = None) -> dict[str, Any]:
         row_id = _int_param(id, "id")
         call.resolve(id=row_id)
-        call.read(f"records:row/{row_id}")
+        call.read(f"{ROW_PREFIX}{row_id}")
         changes = _fields_param(fields)
         expected = None if if_version is None else _int_param(if_version, "if_version")
         with self._transaction() as db:
