@@ -206,13 +206,16 @@ def _files(root: Path) -> dict[str, bytes]:
 
 def test_dask_local_cluster_writes_what_the_process_pool_writes(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
+    import dask
+
     from litmus_replay.replay.corpus import write_corpus
 
     write_corpus(120, 5, "native", tmp_path / "corpus")
     runs, worlds = tmp_path / "corpus" / "runs", tmp_path / "corpus" / "worlds"
     pool = batch.run_batch([runs], worlds, tmp_path / "pool", runtime="inprocess", jobs=2)
     assert pool["over_penalised"] and pool["under_penalised"], "a corpus with flagged runs, so pages are compared too"
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with dask.config.set({"temporary-directory": str(tmp_path)}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         on_dask = batch.run_batch([runs], worlds, tmp_path / "dask", runtime="inprocess", jobs=2,
                                    executor="dask", scheduler=cluster.scheduler_address)
     assert on_dask == pool
@@ -248,7 +251,10 @@ def test_executors_take_runs_from_the_stream_only_as_chunks_finish(tmp_path, exe
     chunk, in_flight = 2, 3
     if executor == "dask":
         distributed = pytest.importorskip("dask.distributed")
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        import dask
+
+        with dask.config.set({"temporary-directory": str(tmp_path)}), \
+                distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
             batch.execute_dask(stream, cluster.scheduler_address, work, stream.on_line, chunk, in_flight=in_flight)
     else:
         batch.execute_local(stream, 2, work, stream.on_line, chunk, in_flight=in_flight)
