@@ -3,7 +3,8 @@
 (a) hidden by the stub — the stub said ok where the real world returned an error;
 (b) ignored by the agent — a call failed (in the real world, or already in the recording) and the agent
     went on as if it had succeeded: a later call depends on its effect, or the next assistant text
-    claims success;
+    claims success; a shell command whose inner failure was masked (c) counts as failed for the claim
+    (its overall status says nothing, so the claim is all the agent showed of it);
 (c) masked inside a shell command — an inner failure under an overall exit status of 0. Only the
     ``swallowed error:`` evidence of the shell domain counts: its tracer saw the process fail, out of the
     command's reach. What the command's own shell reported is kept in the call's evidence as unverified
@@ -64,13 +65,16 @@ def detect_swallowed_errors(graph: nx.MultiDiGraph, result: TrajectoryReplay) ->
         if real is not None and real.resolution is not None:
             masked = [line for line in real.resolution.evidence if line.startswith(SHELL_EVIDENCE)]
             if masked:
+                failures = f"{len(masked)} inner failure{'s' if len(masked) != 1 else ''}"
                 findings.append(Finding(
                     "swallowed_error", "warning", (call.key,),
-                    f"{call.key} {call.call.tool}: exit status 0 masked {len(masked)} inner failure"
-                    f"{'s' if len(masked) != 1 else ''}: {masked[0].removeprefix(SHELL_EVIDENCE).strip()}",
+                    f"{call.key} {call.call.tool}: exit status 0 masked {failures}: "
+                    f"{masked[0].removeprefix(SHELL_EVIDENCE).strip()}",
                     {"form": "masked_in_shell", "failures": masked,
                      "observed_by": "tracer"},
                 ))
+                if why is None:
+                    findings.extend(_claimed_success(result, call, f"exit status 0 masked {failures}"))
     return findings
 
 
@@ -88,15 +92,21 @@ def _ignored(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: CallReplay,
             "it would have changed",
             {"form": "ignored_by_agent", "evidence": "later call depends on its effect", "dependants": dependants},
         ))
+    return findings + _claimed_success(result, call, why)
+
+
+def _claimed_success(result: TrajectoryReplay, call: CallReplay, why: str) -> list[Finding]:
+    """The failed call's next assistant text claims success and admits no failure."""
     following = _next_text(result, call.turn)
-    if following is not None:
-        number, text = following
-        claim = _CLAIM.search(text)
-        if claim and not _ADMIT.search(text):
-            findings.append(Finding(
-                "swallowed_error", "warning", (call.key,),
-                f"{call.key} {call.call.tool} failed ({why}), yet turn {number} says {claim.group(0)!r}: "
-                f"\"{text.strip()[:120]}\"",
-                {"form": "ignored_by_agent", "evidence": "assistant text claims success", "turn": number},
-            ))
-    return findings
+    if following is None:
+        return []
+    number, text = following
+    claim = _CLAIM.search(text)
+    if not claim or _ADMIT.search(text):
+        return []
+    return [Finding(
+        "swallowed_error", "warning", (call.key,),
+        f"{call.key} {call.call.tool} failed ({why}), yet turn {number} says {claim.group(0)!r}: "
+        f"\"{text.strip()[:120]}\"",
+        {"form": "ignored_by_agent", "evidence": "assistant text claims success", "turn": number},
+    )]

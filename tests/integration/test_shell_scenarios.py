@@ -1,5 +1,6 @@
-"""The shell scenarios, which need an isolated runtime: the masked-failure detector fires on one and
-stays quiet on its near-identical twin, in every isolated runtime."""
+"""The shell scenarios, which need an isolated runtime: the masked-failure detector fires on each masked
+failure (and on a later claim of success) and stays quiet on its near-identical twin, in every isolated
+runtime."""
 
 from __future__ import annotations
 
@@ -21,5 +22,8 @@ def test_shell_scenario_meets_its_expectations(isolated_runtime, path):
         result = Replayer(scenario.policy, real_runtime=isolated_runtime).replay(trajectory, scenario.spec.world)
         run = analyse(result, scenario)
         assert run.problems == []
-        masked = [f for f in run.findings if f.evidence.get("form") == "masked_in_shell"]
-        assert len(masked) == scenario.spec.expect.findings["swallowed_error"]
+        swallowed = [f for f in run.findings if f.kind == "swallowed_error"]
+        assert len(swallowed) == scenario.spec.expect.findings["swallowed_error"]
+        forms = {f.evidence.get("form") for f in swallowed}
+        assert forms <= {"masked_in_shell", "ignored_by_agent"}
+        assert ("ignored_by_agent" in forms) <= ("masked_in_shell" in forms)  # a claim counts only after a masked failure
