@@ -77,8 +77,9 @@ class PendingWorld:
         them now, right behind the load (and, with ``then_report``, the world's :meth:`~WorldHandle.report`
         behind them), so its server works through the whole run while the caller builds the other world.
 
-        Ask for :meth:`result` before reading the outcomes; the world's first :meth:`~WorldHandle.snapshot`
-        is its state before these calls, and its other calls come after them. At most once per world.
+        Ask for :meth:`result` before reading the outcomes. A :meth:`~WorldHandle.snapshot` taken then,
+        before the first outcome is read, is the world's state before these calls in every runtime; the
+        world's own calls come after them. At most once per world.
         """
         if self._send_calls is not None:
             return self._send_calls(requests, then_report)
