@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Collection, Iterable, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Collection, Iterable, Protocol
 
 __all__ = ["MAX_DEPTH", "MAX_ITEMS", "MAX_STRING", "MORE", "ValueCache", "bounded", "delta", "json_copy"]
 

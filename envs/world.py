@@ -11,7 +11,8 @@ import functools
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError

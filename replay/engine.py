@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from litmus_replay.envs import EnvError, Outcome
 from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime, open_ahead

@@ -22,7 +22,8 @@ history needs no guards.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
 
 __all__ = ["FUNCTIONS", "count_by", "get", "sum_by", "total"]
 

@@ -31,7 +31,8 @@ import hashlib
 import json
 import pickle
 import threading
-from typing import Any, Callable, ClassVar, Collection, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, ClassVar, Collection
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import EnvError, ServiceError, WorldSpecError

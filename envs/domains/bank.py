@@ -18,7 +18,8 @@ import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Collection, Mapping
+from collections.abc import Mapping
+from typing import Any, Collection
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError

@@ -45,7 +45,8 @@ import stat
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Iterator, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Collection, Iterator, Literal
 
 from pyfakefs import helpers as fake_helpers
 from pyfakefs.fake_file import FakeDirectory, FakeFile

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Collection, Mapping
+from collections.abc import Mapping
+from typing import Any, Collection
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, Unresolvable, WorldSpecError

@@ -21,7 +21,8 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Literal, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Collection, Iterable, Literal, Sequence
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError

@@ -67,7 +67,8 @@ import signal
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Collection, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Collection, Iterator
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError

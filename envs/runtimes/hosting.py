@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..domain import Domain, Semantics, domain_pair
 from ..errors import RuntimeUnavailable, WorldSpecError

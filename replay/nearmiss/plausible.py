@@ -22,7 +22,8 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable, Iterator
 
 __all__ = ["Boundary", "Seen", "is_plausible", "numbers_in", "words"]
 
