@@ -254,7 +254,9 @@ class EnvClient:
             if not chunk:
                 raise ServerGone("the env server closed the connection")
             self._buffer += chunk
-            if len(self._buffer) > MAX_MESSAGE:
+            # the limit is one message's: replies sent ahead may fill the buffer with several whole lines
+            end = self._buffer.find(b"\n")
+            if (end if end >= 0 else len(self._buffer)) > MAX_MESSAGE:
                 raise ServerGone("the env server sent an oversized message")
         line, _, self._buffer = self._buffer.partition(b"\n")
         return decode(line)

@@ -126,6 +126,42 @@ def test_a_server_lost_part_way_fails_every_later_request():
         client.request("snapshot")
 
 
+def test_replies_that_arrive_together_are_each_held_to_the_limit_not_their_sum(monkeypatch):
+    # a server that answers three requests in one write: together over the limit, each under it
+    monkeypatch.setattr(client_module, "MAX_MESSAGE", 9000)
+    script = ("import sys, json\n"
+              "ids = [json.loads(sys.stdin.readline())['id'] for _ in range(3)]\n"
+              "sys.stdout.write(''.join(json.dumps({'id': i, 'ok': True, 'result': 'r' * 6000}) + '\\n' for i in ids))\n"
+              "sys.stdout.flush()\n"
+              "sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
+    try:
+        replies = [client.send("call", request={"n": i}) for i in range(3)]
+        assert [len(reply.result()) for reply in replies] == [6000] * 3
+        assert not client.broken
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_reply_over_the_limit_breaks_the_connection(monkeypatch):
+    monkeypatch.setattr(client_module, "MAX_MESSAGE", 9000)
+    script = ("import sys, json\n"
+              "m = json.loads(sys.stdin.readline())\n"
+              "sys.stdout.write(json.dumps({'id': m['id'], 'ok': True, 'result': 'r' * 20000}) + '\\n'); sys.stdout.flush()\n"
+              "sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
+    try:
+        with pytest.raises(ServerGone, match="oversized"):
+            client.request("call", request={})
+        assert client.broken
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_pipe_that_holds_one_page_never_blocks_both_ends(server):
     proc, _ = server()
     fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 4096)  # what a user over its pipe quota gets
