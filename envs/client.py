@@ -262,10 +262,15 @@ class EnvClient:
         return decode(line)
 
     def hello(self) -> dict[str, Any]:
-        info = self.request("hello")
-        if info.get("protocol") != PROTOCOL_VERSION:
-            raise ServerError("ProtocolMismatch", f"env server speaks protocol {info.get('protocol')}, this host {PROTOCOL_VERSION}")
-        return info
+        return checked_hello(self.request("hello"))
+
+
+def checked_hello(info: Any) -> dict[str, Any]:
+    """The server's answer to ``hello``, if it speaks this host's protocol; else :class:`ServerError`."""
+    protocol = info.get("protocol") if isinstance(info, dict) else None
+    if protocol != PROTOCOL_VERSION:
+        raise ServerError("ProtocolMismatch", f"env server speaks protocol {protocol}, this host {PROTOCOL_VERSION}")
+    return info
 
 
 def results(entries: Iterable["Reply | EnvError"]) -> Iterator[Any]:

@@ -75,8 +75,10 @@ class Pool(Generic[H]):
         with self._lock:
             return list(self._live.values())
 
-    def take(self, key: Hashable) -> H:
-        """A host for a world of this key: an idle one, the warm spare, or a new one."""
+    def take(self, key: Hashable, warm: Callable[[Hashable, H], Answer | None] | None = None) -> H:
+        """A host for a world of this key: an idle one, the warm spare, or a new one. A new spare is sent
+        ``warm(key, host)`` as :meth:`prepare` sends it, so its server does that work while the caller's
+        world runs; the next world does not get a spare whose reply failed."""
         if self.closed:
             raise EnvError("the runtime is closed")
         host = self._reuse(key)
@@ -86,22 +88,42 @@ class Pool(Generic[H]):
             spare = self._spare if self._spare is not None and self._spare[0] == key else None
             if spare is not None:
                 self._spare = None
-        if spare is not None and spare[1].alive():
-            host = spare[1]
-        else:
-            if spare is not None:
-                self.discard(spare[1])
+            warmed = self._closing.pop(id(spare[1]), None) if spare is not None else None
+        if spare is None:
             host = self._new(key)
-        if self.warm and self._wants_spare(key):
-            try:
-                fresh: tuple[Hashable, H] | None = (key, self._new(key))
-            except EnvError:  # the next world will start its own
-                fresh = None
+            self._renew_spare(key, warm)
+            return host
+        self._renew_spare(key, warm)  # the next spare boots while this one's warm-up is read
+        if spare[1].alive() and self._closed_cleanly(spare[1], warmed):
+            return spare[1]
+        self.discard(spare[1])
+        return self._new(key)
+
+    def _renew_spare(self, key: Hashable, warm: Callable[[Hashable, H], Answer | None] | None) -> None:
+        """Start the spare for the next world of ``key``, if that world will need a new host."""
+        if not (self.warm and self._wants_spare(key)):
+            return
+        fresh = self._new_spare(key, warm)
+        with self._lock:
+            self._spare, extra = fresh, self._spare
+        if extra is not None:  # never used (another key's, or another thread's): it waits idle for its key
+            self._keep_idle(*extra)
+
+    def _new_spare(self, key: Hashable, warm: Callable[[Hashable, H], Answer | None] | None) -> tuple[Hashable, H] | None:
+        """A spare for ``key``, sent ``warm`` (its reply read when the spare is taken); None if it would not start."""
+        try:
+            host = self._new(key)
+        except EnvError:  # the next world will start its own
+            return None
+        try:
+            done = warm(key, host) if warm is not None else None
+        except EnvError:
+            self.discard(host)
+            return None
+        if done is not None:
             with self._lock:
-                self._spare, extra = fresh, self._spare
-            if extra is not None:  # never used (another key's, or another thread's): it waits idle for its key
-                self._keep_idle(*extra)
-        return host
+                self._closing[id(host)] = done
+        return key, host
 
     def _wants_spare(self, key: Hashable) -> bool:
         """Whether the next world of ``key`` will need a new host: hosts are not reused, or this key's last
@@ -299,12 +321,14 @@ def open_on(pool: Pool[Any], key: Hashable, load: Callable[[Any], Reply | None],
 
 def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], Reply | None]],
              call_timeout: float, uncontained: frozenset[str], world_class: type[PooledWorld] = PooledWorld,
-             keep_after_bad_load: bool = True) -> PendingWorld:
+             keep_after_bad_load: bool = True, warm: Callable[[Hashable, Any], Answer | None] | None = None
+             ) -> PendingWorld:
     """:func:`open_on` in two steps: take a host and ``send(host)`` the world's load now, then, when the
     world is asked for, call what ``send`` returned (it waits for the load's answer, and may return a
     snapshot sent after it) and wrap the world. A load that fails is handled as in :func:`open_on`. The
-    world's calls may be sent behind the load before it is asked for (:meth:`PendingWorld.call_each`)."""
-    host = pool.take(key)
+    world's calls may be sent behind the load before it is asked for (:meth:`PendingWorld.call_each`).
+    ``warm`` is what a new spare is sent (:meth:`Pool.take`)."""
+    host = pool.take(key, warm)
 
     def failed(exc: BaseException) -> None:
         healthy = (keep_after_bad_load and isinstance(exc, EnvError) and host.client is not None

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from ..client import EnvClient, Reply
+from ..client import EnvClient, Reply, checked_hello
 from ..domain import NOBODY, Semantics
 from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
 from ..interface import PendingWorld, Runtime, WorldHandle
@@ -533,20 +533,24 @@ class SandboxRuntime(Runtime):
             except (EnvError, ValueError, TypeError, KeyError):
                 continue
 
-        def warm(key: Any, sandbox: _Sandbox) -> _AllOf:
-            # Build and drop one of its worlds: the server imports its domains while it boots, not when
-            # its first world is opened. These wait in the pipe until the server reads them; a sandbox
-            # whose server fails any of them hosts no world (as after a failed load).
+        def warm(key: Any, sandbox: _Sandbox) -> _WarmUp:
             spec, plan = worlds[key]
-            client = sandbox.client
-            assert client is not None
-            timeout = self.options.start_timeout
-            return _AllOf([client.send("hello", timeout=timeout),
-                           client.send("load", timeout=timeout, spec=dict(spec), semantics=semantics,
-                                       imports=list(plan.imports)),
-                           client.send("close", timeout=timeout)])
+            return self._warm_up(sandbox, spec, plan, semantics)
 
         self.pool.prepare(list(worlds), warm)
+
+    def _warm_up(self, sandbox: _Sandbox, spec: Mapping[str, Any], plan: hosting.Hosting,
+                 semantics: Semantics) -> _WarmUp:
+        """Send a new sandbox hello and one of its worlds to build and drop: its server imports the world's
+        domains while it boots, not when its first world is opened. These wait in the pipe until the server
+        reads them; a sandbox whose server fails any of them hosts no world (as after a failed load)."""
+        client = sandbox.client
+        assert client is not None
+        timeout = self.options.start_timeout
+        return _WarmUp(sandbox, [client.send("hello", timeout=timeout),
+                                 client.send("load", timeout=timeout, spec=dict(spec), semantics=semantics,
+                                             imports=list(plan.imports)),
+                                 client.send("close", timeout=timeout)])
 
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         return self._begin(spec, semantics).result()
@@ -584,7 +588,8 @@ class SandboxRuntime(Runtime):
 
         # a failed load ends its sandbox: the warm spare already serves the next world of these principals
         return begin_on(self.pool, key, send, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,
-                        SandboxWorld, keep_after_bad_load=False)
+                        SandboxWorld, keep_after_bad_load=False,
+                        warm=lambda _key, spare: self._warm_up(spare, spec, plan, semantics))
 
     def _spawn(self, key: Any, mapped: bool = True) -> _Sandbox:
         etc, (mounts, command_root) = key
@@ -627,15 +632,24 @@ def server_args(shared_uid: bool) -> tuple[str, ...]:
     return tuple("--shared-uid" if a == "--switch-uid" and shared_uid else a for a in SERVER_ARGS)
 
 
-class _AllOf:
-    """Replies that succeed together: :meth:`result` raises the first one's error."""
+class _WarmUp:
+    """A new sandbox's hello and the world it built and dropped, read when the sandbox is first taken:
+    :meth:`result` raises the first one's error; once all have succeeded the sandbox has said its hello,
+    so its first world does not say it again."""
 
-    def __init__(self, replies: list[Reply]):
+    def __init__(self, sandbox: _Sandbox, replies: list[Reply]):
+        self._sandbox = sandbox
         self._replies = replies
 
     def result(self) -> None:
-        for reply in self._replies:
+        hello, *rest = self._replies
+        info = checked_hello(hello.result())
+        for reply in rest:
             reply.result()
+        self._sandbox.map()  # already done (the server answered); closes the handshake if a thread has not yet
+        self._sandbox.info = info
+        assert self._sandbox.client is not None
+        self._sandbox.client.timeout = self._sandbox.call_timeout
 
 
 def _raise(exc: Exception) -> WorldHandle:

@@ -226,6 +226,22 @@ def test_a_prepared_sandbox_builds_one_of_its_worlds_while_it_boots_and_is_not_u
         runtime.close()
 
 
+def test_the_warm_spare_builds_one_of_its_worlds_while_the_current_world_runs_and_says_hello_once(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, reuse=0)  # no reuse: every world wants a spare
+    try:
+        first = runtime.open_world(WORLD, "real")
+        spare = runtime.pool._spare[1]
+        assert [reply.message_id for reply in spare.client._unread] == [1, 2, 3]  # hello, load, close
+        first.close()
+        second = runtime.open_world(WORLD, "real")
+        assert second.sandbox is spare and spare.info["protocol"]
+        assert [reply.message_id for reply in spare.client._unread] in ([], [5])  # load 4, its snapshot 5
+        assert "files:/workspace/notes.txt" in second.snapshot()
+        second.close()
+    finally:
+        runtime.close()
+
+
 def test_a_world_opened_ahead_is_built_while_the_caller_works_and_a_refusal_waits_for_the_result(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
     try:

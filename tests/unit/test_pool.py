@@ -128,6 +128,26 @@ def test_the_warm_spare_serves_the_next_world_of_its_key(made):
     assert other.key == "b" and spare.key == "a"
 
 
+def test_a_new_spare_is_sent_its_warm_up_and_not_used_if_that_failed(made):
+    pool = _pool(made, idle=0, warm=True)
+    warmed, fail = [], []
+
+    def warm(key, host):
+        warmed.append(host)
+        host.client.failing_close = bool(fail)
+        return host.client.send("close")  # stands for the warm-up's last reply
+
+    first = pool.take("a", warm)
+    spare = made[-1]
+    assert warmed == [spare] and first is not spare  # only the spare is warmed: a world's own load follows
+    fail.append(True)
+    assert pool.take("a", warm) is spare and not spare.stopped
+    failed = made[-1]
+    assert warmed[-1] is failed
+    taken = pool.take("a")
+    assert failed.stopped and taken is not failed  # a spare whose warm-up failed hosts no world
+
+
 def test_a_world_that_loses_its_server_stops_its_host_at_once_and_a_tainting_call_spoils_it(made):
     pool = _pool(made)
     world = open_on(pool, "a", lambda host: None, 1.0, frozenset({"run_command"}))
