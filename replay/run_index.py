@@ -26,11 +26,6 @@ def _private_database() -> sqlite3.Connection:
     return connection
 
 
-def _rows(cursor: sqlite3.Cursor) -> Iterator[tuple]:
-    while rows := cursor.fetchmany(_FETCH):
-        yield from rows
-
-
 class Found(NamedTuple):
     """One input as discovery found it: a run (its trajectory stored at ``offset``/``length``) or a file no
     adapter could read (``reason`` set, ``run_id`` its path). ``early_id`` is the id the run was given when
@@ -60,6 +55,7 @@ class RunIndex:
             CREATE TABLE found (seq INTEGER PRIMARY KEY, file TEXT NOT NULL, place TEXT, position INTEGER,
                                 trajectory TEXT, offset INTEGER, length INTEGER, reason TEXT, early TEXT);
             CREATE INDEX found_by_trajectory ON found (trajectory);
+            CREATE INDEX found_by_early ON found (early);
             CREATE TABLE named (seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL);
             CREATE TABLE elsewhere (source TEXT, trajectory TEXT, PRIMARY KEY (source, trajectory)) WITHOUT ROWID;
             """
@@ -76,11 +72,22 @@ class RunIndex:
         with self._lock:
             seen = repeated_in_file or self._db.execute(
                 "SELECT 1 FROM found WHERE trajectory = ? LIMIT 1", (trajectory_id,)).fetchone() is not None
-            early = _qualified(trajectory_id, place, position, repeated_in_file) if seen else trajectory_id
+            early = self._unused(trajectory_id, place, file, position, repeated_in_file) if seen else trajectory_id
             cursor = self._db.execute(
                 "INSERT INTO found (file, place, position, trajectory, offset, length, early) VALUES (?,?,?,?,?,?,?)",
                 (file, place, position, trajectory_id, offset, length, early))
             return cursor.lastrowid, early
+
+    def _unused(self, trajectory_id: str, place: str, file: str, position: int, repeated_in_file: bool) -> str:
+        """The qualified id no run found so far has: by the file's place under its input, else (two inputs
+        hold files at the same place) by the file as given, else by the run's place in discovery order."""
+        taken = lambda run_id: self._db.execute("SELECT 1 FROM found WHERE early = ? LIMIT 1", (run_id,)).fetchone()
+        for where in (place, file):
+            candidate = _qualified(trajectory_id, where, position, repeated_in_file)
+            if taken(candidate) is None:
+                return candidate
+        seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM found").fetchone()[0]
+        return f"{candidate}~{seq}"
 
     def add_unreadable(self, file: str, reason: str) -> int:
         """A file no adapter could read; returns its place in discovery order."""
@@ -99,23 +106,31 @@ class RunIndex:
 
     def name(self) -> None:
         """Give every run its id: the trajectory id where it is unique in the batch, else qualified by where
-        its file sits under its input (and by its place in the file, where the file repeats it)."""
+        its file sits under its input (and by its place in the file, where the file repeats it); where two
+        inputs hold files at the same place, by the file as given; and where even that repeats (a file given
+        twice), by the run's place in discovery order. No two runs share an id."""
         with self._lock:
-            cursor = self._db.execute(
+            self._db.execute(
                 """
-                SELECT seq, place, position, trajectory, reason,
-                       COUNT(*) OVER (PARTITION BY trajectory), COUNT(*) OVER (PARTITION BY file, trajectory)
-                FROM found ORDER BY seq
+                WITH counted AS (
+                    SELECT seq, trajectory, place, file, position,
+                           COUNT(*) OVER (PARTITION BY trajectory) AS in_batch,
+                           CASE WHEN COUNT(*) OVER (PARTITION BY file, trajectory) > 1
+                                THEN '#' || position ELSE '' END AS in_file
+                    FROM found WHERE reason IS NULL),
+                by_place AS (
+                    SELECT seq, trajectory, file, in_file,
+                           CASE WHEN in_batch = 1 THEN trajectory ELSE trajectory || '@' || place || in_file END AS id
+                    FROM counted),
+                by_file AS (
+                    SELECT seq, CASE WHEN COUNT(*) OVER (PARTITION BY id) = 1 THEN id
+                                     ELSE trajectory || '@' || file || in_file END AS id
+                    FROM by_place)
+                INSERT INTO named
+                SELECT seq, CASE WHEN COUNT(*) OVER (PARTITION BY id) = 1 THEN id ELSE id || '~' || seq END
+                FROM by_file ORDER BY seq
                 """
             )
-
-            def ids() -> Iterator[tuple[int, str]]:
-                for seq, place, position, trajectory, reason, in_batch, in_file in _rows(cursor):
-                    if reason is not None:
-                        continue
-                    yield seq, _qualified(trajectory, place, position, in_file > 1) if in_batch > 1 else trajectory
-
-            self._db.executemany("INSERT INTO named VALUES (?, ?)", ids())
 
     def __iter__(self) -> Iterator[Found]:
         """Every input, in discovery order, read from disk a few hundred at a time."""

@@ -310,6 +310,27 @@ def test_repeated_trajectory_ids_get_ids_that_do_not_depend_on_which_files_are_r
     assert {i for i in first if "@" in i} <= second, "adding a file does not rename the runs already there"
 
 
+def test_two_inputs_holding_files_at_the_same_place_keep_every_run_apart(tmp_path):
+    worlds, runs, findings = _make_batch(tmp_path)
+    lines = (runs / "runs.jsonl").read_text().splitlines()
+    first, second = tmp_path / "first", tmp_path / "second"
+    for where, chosen in ((first, lines[:3]), (second, lines[:2] + lines[3:4])):
+        where.mkdir()
+        (where / "runs.jsonl").write_text("\n".join(chosen) + "\n")  # the same name, other runs
+    out = tmp_path / "out"
+    batch.run_batch([first, second, first / "runs.jsonl"], worlds, out, runtime="inprocess", reports="all")
+    results = [json.loads(text) for text in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 9 and len({result["run"] for result in results}) == 9, "no two runs share an id"
+    by_file = {}
+    for result in results:
+        by_file.setdefault(result["file"], []).append(result["trajectory"])
+    assert sorted(len(ids) for ids in by_file.values()) == [3, 6]  # the first file was given twice
+    assert [result["run"] for result in results] == list(batch.discover([first, second, first / "runs.jsonl"]).run_ids())
+    pages = sorted(path.name for path in (out / "reports").iterdir())
+    assert pages == sorted(Path(batch.report_path(result["run"])).name for result in results)
+    assert json.loads((out / "summary.json").read_text()) == batch.summarise(results)
+
+
 def test_missing_worlds_and_harness_errors_are_tried_again_on_resume(tmp_path, monkeypatch):
     worlds, runs, _ = _make_batch(tmp_path)
     out = tmp_path / "out"

@@ -91,3 +91,27 @@ def test_a_run_keeps_the_id_it_was_found_under_unless_a_later_file_repeats_its_t
         if given_id != final[seq].run_id:
             assert given_id == trajectory and later_elsewhere, "only an unqualified id changes, when a later file repeats it"
     assert len({given_id for *_, given_id in early}) == len(early), "ids given as runs are found are unique too"
+
+
+PLACED = st.sampled_from([("in1/a.jsonl", "a.jsonl"), ("in2/a.jsonl", "a.jsonl"), ("in1/b.jsonl", "b.jsonl"),
+                          ("a.jsonl", "a.jsonl")])
+
+
+@given(st.lists(st.tuples(PLACED, IDS, st.integers(0, 3)), max_size=40))
+def test_no_two_runs_share_an_id_early_or_late_whatever_places_their_inputs_share(inputs):
+    # two inputs may hold files at the same place; a file may be given twice (its positions repeat)
+    index = RunIndex()
+    for number, ((file, place), trajectory, position) in enumerate(inputs):
+        index.add_run(file, place, position, trajectory, number, 1)
+    index.name()
+    found = list(index)
+    index.close()
+    assert len({item.run_id for item in found}) == len(found)
+    assert len({item.early_id for item in found}) == len(found)
+    places = Counter((place, trajectory) for (_, place), trajectory, _ in inputs)
+    in_batch = Counter(trajectory for _, trajectory, _ in inputs)
+    for item, ((file, place), trajectory, _) in zip(found, inputs):
+        if in_batch[trajectory] == 1:
+            assert item.run_id == trajectory
+        elif places[(place, trajectory)] == 1:
+            assert item.run_id == f"{trajectory}@{place}", "qualified by its place where that tells it apart"
