@@ -138,14 +138,16 @@ class Discovery:
     stream (:meth:`iter_runs`, :meth:`run_ids`); ``runs`` and ``unreadable`` make lists, for small batches.
     """
 
-    def __init__(self, paths: Iterable[str | Path] = (), fmt: str = "auto", *,
+    def __init__(self, paths: Iterable[str | Path] = (), fmt: str = "auto", *, task: str | None = None,
                  on_complete: Callable[["Discovery"], None] | None = None) -> None:
+        """``task``: the task key of every run whose file names none (see :func:`read_runs`)."""
         self.spool = Spool()
         self.index = RunIndex()
         self.found_runs = 0  # runs found so far
         self.complete = False
         self._files = _run_files(paths)
         self._fmt = fmt
+        self._task = task
         self._on_complete = on_complete
 
     def step(self) -> bool:
@@ -175,7 +177,7 @@ class Discovery:
         index = self.index
         try:
             limits.check_file_size(item)
-            trajectories = load_trajectories(item, self._fmt)
+            trajectories = read_runs(item, self._fmt, self._task)
         except (InputError, UnknownName) as exc:
             index.add_unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             return
@@ -276,6 +278,15 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     One file's runs are in memory at a time: each trajectory goes to the spool and its place to the index
     as soon as its file is read."""
     return Discovery(paths, fmt).read_all()
+
+
+def read_runs(file: Path, fmt: str, task: str | None = None) -> list[Trajectory]:
+    """A file's runs; with ``task``, each run whose file names no task gets that one. Some formats never
+    name one (Anthropic messages, MCP, OpenTelemetry spans), so their runs find a world only this way."""
+    trajectories = load_trajectories(file, fmt)
+    if task is None:
+        return trajectories
+    return [run if run.task else run.model_copy(update={"task": task}) for run in trajectories]
 
 
 def _within(file: Path, root: Path) -> str:
@@ -674,7 +685,7 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
     base = Path(recorded.get("base") or ".")
     if worlds_dir is None and recorded.get("worlds"):
         worlds_dir = base / recorded["worlds"]
-    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"))
+    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), recorded.get("task"))
     try:
         world = WorldCatalog.load(worlds_dir).find(trajectory)
     except NoWorld as exc:
@@ -699,9 +710,9 @@ def _read_batch_record(out: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
-def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str) -> Trajectory:
+def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str, task: str | None = None) -> Trajectory:
     """The trajectory a result line names: by its place in the file where the run id carries one, else by id."""
-    trajectories = load_trajectories(file, fmt)
+    trajectories = read_runs(file, fmt, task)
     place = re.fullmatch(r".*#(\d+)", line["run"]) if "@" in line["run"] else None
     if place is not None and int(place.group(1)) < len(trajectories):
         candidate = trajectories[int(place.group(1))]
@@ -916,8 +927,11 @@ def run_batch(
     scheduler: str | None = None,
     reports: str | bool = "flagged",
     progress: Progress | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
+
+    ``task`` is the task key of the runs whose files name none (their worlds are found by it).
 
     ``reports`` says which runs get a page: ``"flagged"`` (the verdicts that do not stand), ``"all"`` or
     ``"none"`` (True and False mean all and none).
@@ -939,9 +953,11 @@ def run_batch(
         raise InputError(None, "--scheduler", "--executor dask needs the address of a Dask scheduler")
     if fmt != "auto":
         get_adapter(fmt)  # an unknown format fails here, before anything is written
+    if task is not None and not task.strip():
+        raise InputError(None, "--task", "an empty task key: give the key a world in --worlds is named by")
     WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
     checked = _RuntimeCheck(runtime)
-    found = Discovery(paths, fmt, on_complete=lambda done: progress.total(done.index.count()))
+    found = Discovery(paths, fmt, task=task, on_complete=lambda done: progress.total(done.index.count()))
     while not checked.done() and found.step():  # discovery goes on while the runtime is opened
         pass
     try:
@@ -955,7 +971,7 @@ def run_batch(
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
         writer = ResultsFile(results_path, Summary())
-        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
+        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, task), indent=2) + "\n")
     except OSError as exc:
         found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
@@ -1050,8 +1066,8 @@ class _RuntimeCheck:
         return self._notice
 
 
-def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str) -> dict[str, Any]:
+def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str, task: str | None) -> dict[str, Any]:
     """What a page made later needs to replay a run as this batch did; run files are relative to ``base``."""
     return {"batch": "litmus-replay.revalidate", "version": SUMMARY_VERSION, "base": os.getcwd(),
             "worlds": str(Path(worlds_dir).resolve()) if worlds_dir is not None else None, "format": fmt,
-            "runtime": runtime}
+            "runtime": runtime, "task": task}

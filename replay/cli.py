@@ -284,6 +284,9 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 @click.option("--worlds", "worlds_dir", type=click.Path(),
               help="Directory of world files, by task key (a benchmark with a bridge, such as AgentDojo, needs none).")
 @click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of the runs.")
+@click.option("--task", "task_key", metavar="KEY",
+              help="Task key of the runs whose files name none (Anthropic messages, MCP, OpenTelemetry spans, a "
+                   "request body without metadata): their world is the one --worlds names KEY.")
 @_runtime_option
 @click.option("--jobs", default=lambda: os.cpu_count() or 1, show_default="one per CPU", type=click.IntRange(1),
               help="Worker processes.")
@@ -294,8 +297,9 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
               help="Which runs get an HTML page: those whose verdict does not stand (over-penalised, "
                    "under-penalised, unscoreable), every run, or none. `litmus-replay report` makes any later.")
 @click.option("--no-reports", is_flag=True, help="The same as --reports none.")
-def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, runtime: str, jobs: int, executor: str,
-               scheduler: str | None, out_dir: str, reports: str, no_reports: bool) -> None:
+def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, task_key: str | None, runtime: str,
+                       jobs: int, executor: str, scheduler: str | None, out_dir: str, reports: str,
+                       no_reports: bool) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes.
 
@@ -339,7 +343,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         try:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
                                        scheduler=scheduler, reports="none" if no_reports else reports,
-                                       progress=hooks)
+                                       progress=hooks, task=task_key)
         finally:
             if bar.live.is_started:
                 bar.stop()

@@ -203,7 +203,8 @@ class WorldCatalog:
         """The world a run replays against; raises :class:`NoWorld` saying what was tried."""
         key = trajectory.task
         if not key:
-            raise NoWorld("the run names no task, so no world can be found for it")
+            raise NoWorld("the run names no task, so no world can be found for it: "
+                          "give it one with `revalidate --task KEY`")
         levels = key_levels(key)
         for level in levels:
             world = self.directory.get(level)

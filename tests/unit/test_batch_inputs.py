@@ -72,3 +72,47 @@ def test_two_pipelines_both_named_local_get_readable_distinct_ids(tmp_path):
     assert ids == [f"local/slack/user_task_12/direct/injection_task_3@{model}/local/slack/user_task_12/direct/injection_task_3.json"
                    for model in ("model-a", "model-b")]
     assert all(str(tmp_path) not in run_id for run_id in ids), "ids say where under the input, not the whole path"
+
+
+ANTHROPIC_RUN = {  # a Messages request body: the format names no task
+    "model": "claude-x",
+    "messages": [
+        {"role": "user", "content": "What do my notes say?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                                           "input": {"path": "/workspace/notes.txt"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "hello"}]},
+        {"role": "assistant", "content": "They say hello."},
+    ],
+}
+
+
+def test_runs_whose_format_names_no_task_find_their_world_by_the_task_given(tmp_path):
+    from litmus_replay.replay.cli import main
+    from click.testing import CliRunner
+
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    (worlds / "notes.yaml").write_text(
+        "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n")
+    run = tmp_path / "messages.json"
+    run.write_text(json.dumps(ANTHROPIC_RUN))
+    runner = CliRunner()
+    common = [str(run), "--worlds", str(worlds), "--runtime", "inprocess", "--jobs", "1", "--reports", "all"]
+    without = runner.invoke(main, ["revalidate", *common, "--out", str(tmp_path / "without")])
+    assert without.exit_code == 3
+    (line,) = [json.loads(text) for text in (tmp_path / "without" / "results.jsonl").read_text().splitlines()]
+    assert line["status"] == "missing_world" and "names no task" in line["error"] and "--task" in line["error"]
+
+    out = tmp_path / "with"
+    given = runner.invoke(main, ["revalidate", *common, "--task", "acme/notes", "--out", str(out)])
+    assert given.exit_code == 0, given.output
+    (line,) = [json.loads(text) for text in (out / "results.jsonl").read_text().splitlines()]
+    assert (line["status"], line["task"], line["calls"]) == ("ok", "acme/notes", 1)
+    page = out / line["report"]
+    written = page.read_bytes()
+    page.unlink()
+    assert batch.write_run_page(out, line["run"], runtime="inprocess") == page  # the task is in batch.json
+    assert page.read_bytes() == written
+
+    empty = runner.invoke(main, ["revalidate", *common, "--task", " ", "--out", str(tmp_path / "empty")])
+    assert empty.exit_code == 2 and "--task" in empty.output and not (tmp_path / "empty").exists()
