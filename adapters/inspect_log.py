@@ -260,8 +260,22 @@ def _trajectory(sample: Doc, spec: Doc, mark: float = DEFAULT_PASS_MARK) -> Traj
         run_id=spec.str_at("run_id"),
         extra=extra,
     )
-    session = _meta_text(meta, "ambient_session")
-    return trajectory.model_copy(update={"ambient_session": session}) if session else trajectory
+    update = {"ambient_session": _meta_text(meta, "ambient_session"), "incomplete": _cut_short(sample)}
+    update = {key: value for key, value in update.items() if value}
+    return trajectory.model_copy(update=update) if update else trajectory
+
+
+def _cut_short(sample: Doc) -> str | None:
+    """How inspect_ai recorded the sample ending early: its error, or the limit it reached."""
+    failure = sample.value.get("error")
+    if isinstance(failure, dict) and isinstance(failure.get("message"), str) and failure["message"].strip():
+        return f"error: {one_line(failure['message'])}"
+    limit = sample.value.get("limit")
+    if isinstance(limit, dict) and isinstance(limit.get("type"), str):
+        value = limit.get("limit")
+        shown = f" ({value:g})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+        return f"{limit['type']} limit reached{shown}"
+    return None
 
 
 def _meta_text(metadata: dict[str, Any], key: str) -> str | None:

@@ -389,14 +389,18 @@ _UNLINKED = PageNav("../index.html")
 
 
 def _base_line(run: Run) -> dict[str, Any]:
-    verdict = run.trajectory.original_verdict
-    return {
+    trajectory = run.trajectory
+    verdict = trajectory.original_verdict
+    line = {
         "run": run.run_id,
         "file": run.file,
-        "trajectory": run.trajectory.id,
-        "task": run.trajectory.task,
+        "trajectory": trajectory.id,
+        "task": trajectory.task,
         "original": verdict.label if verdict else None,
     }
+    if trajectory.incomplete:  # said in every line of such a run, whatever its status
+        line["incomplete"] = trajectory.incomplete
+    return line
 
 
 def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[str, str] | None) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 result lines arrive, so a batch can write it as it goes and a line replaced on resume is taken back out.
 
 It holds counts, and the ids of the runs it names (over- and under-penalised, missing worlds, harness
-and input errors, runs without tool calls); the lines themselves stay in ``results.jsonl``.
+and input errors, runs without tool calls, runs the benchmark recorded as cut short); the lines themselves
+stay in ``results.jsonl``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ __all__ = ["NO_TOOL_CALLS", "SUMMARY_VERSION", "Summary", "summarise", "summaris
 
 SUMMARY_VERSION = 1
 NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
-_NAMED = ("over_penalised", "under_penalised", "missing_world", "harness_error", "input_error", NO_TOOL_CALLS)
+_NAMED = ("over_penalised", "under_penalised", "missing_world", "harness_error", "input_error", NO_TOOL_CALLS,
+          "incomplete")
 
 
 def _named_in(line: dict[str, Any]) -> list[str]:
@@ -26,6 +28,8 @@ def _named_in(line: dict[str, Any]) -> list[str]:
         names.append(line["status"])
     if line["status"] == "harness_error" or line.get("harness_errors"):
         names.append("harness_error")
+    if line.get("incomplete"):  # the benchmark recorded the run as cut short: its calls are those before
+        names.append("incomplete")
     return names
 
 

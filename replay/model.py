@@ -82,6 +82,9 @@ class Trajectory(_Model):
     ambient_session: str | None = Field(None, description="Ambient session token the harness carried, if any.")
     turns: list[Turn] = Field(default_factory=list)
     original_verdict: OriginalVerdict | None = None
+    incomplete: str | None = Field(
+        None, description="Why the benchmark recorded the run as ending before it finished (an error, a limit), "
+                          "if it did: its calls are only those made before.")
     source: Source = Field(default_factory=Source)
 
     @model_validator(mode="after")

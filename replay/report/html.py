@@ -256,6 +256,9 @@ def _summary(run: Analysis) -> str:
         ("original verdict", escape(original)),
         ("re-validated", _pill(revalidation.revalidated.value) + f" · {escape(revalidation.finding)}"),
     ]
+    if trajectory.incomplete:
+        rows.append(("cut short", '<span class="problems">' + escape(trajectory.incomplete)
+                     + "</span> (recorded by the benchmark: the calls are only those made before)"))
     if revalidation.critical:
         rows.append(("critical calls", ", ".join(
             f'<a class="mono" href="#{escape("call-" + key, quote=True)}">{escape(key)}</a> {_pill(cls.value)}'

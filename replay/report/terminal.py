@@ -105,6 +105,9 @@ def print_revalidation(console: Console, summary: dict) -> None:
         + (f" · harness errors: {len(summary['harness_error'])}" if summary["harness_error"] else "")
         + (f" · no tool call (verdict stands): {len(summary['no_tool_calls'])}" if summary.get("no_tool_calls") else "")
     ))
+    if summary.get("incomplete"):
+        console.print(Text(f"recorded by the benchmark as cut short (an error or a limit): {len(summary['incomplete'])} — "
+                           f"their calls are only those made before (results.jsonl: incomplete)"))
     unknown = summary.get("unknown_tools") or {}
     if unknown:
         shown = list(unknown.items())[:UNKNOWN_TOOLS_SHOWN]

@@ -116,3 +116,28 @@ def test_runs_whose_format_names_no_task_find_their_world_by_the_task_given(tmp_
 
     empty = runner.invoke(main, ["revalidate", *common, "--task", " ", "--out", str(tmp_path / "empty")])
     assert empty.exit_code == 2 and "--task" in empty.output and not (tmp_path / "empty").exists()
+
+
+def test_a_run_the_benchmark_recorded_as_cut_short_says_so_in_its_line_summary_and_page(tmp_path):
+    call = {"id": "c1", "function": "read_file", "arguments": {"path": "/workspace/notes.txt"}}
+    replied = [{"role": "user", "content": "read my notes"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+               {"role": "tool", "content": "hello", "tool_call_id": "c1", "function": "read_file"}]
+    log = {"version": 2, "status": "error", "eval": {"task": "acme/notes", "run_id": "r1"}, "samples": [
+        {"id": "a", "epoch": 1, "messages": replied, "error": {"message": "RuntimeError('model\nexploded')"}},
+        {"id": "b", "epoch": 1, "messages": replied[:1], "limit": {"type": "message", "limit": 10}},
+        {"id": "c", "epoch": 1, "messages": replied}]}
+    (tmp_path / "log.json").write_text(json.dumps(log))
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    (worlds / "notes.yaml").write_text(
+        "name: acme/notes\nworld: {principals: [agent], files: {tree: {/workspace/notes.txt: hello}}}\n")
+    out = tmp_path / "out"
+    summary = batch.run_batch([tmp_path / "log.json"], worlds, out, runtime="inprocess", reports="all")
+    lines = {line["run"]: line for line in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert lines["a_epoch_1"]["incomplete"] == "error: RuntimeError('model exploded')"
+    assert lines["a_epoch_1"]["status"] == "ok"
+    assert (lines["b_epoch_1"]["status"], lines["b_epoch_1"]["incomplete"]) == ("no_tool_calls", "message limit reached (10)")
+    assert "incomplete" not in lines["c_epoch_1"]
+    assert summary["incomplete"] == ["a_epoch_1", "b_epoch_1"]
+    page = (out / lines["a_epoch_1"]["report"]).read_text()
+    assert "cut short" in page and html.escape("RuntimeError('model exploded')") in page
