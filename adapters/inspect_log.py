@@ -5,9 +5,10 @@ Named ``inspect_log`` so that nothing can mistake it for the standard library's 
 Reading: with ``inspect_ai`` importable, its own ``read_eval_log`` reads the file (it knows every log
 version); otherwise, and whenever asked, this module's reader does. Both hand the same sample
 dictionaries to one mapping, so the project never depends on ``inspect_ai``. Archive members compressed
-with zstd (ZIP method 93, inspect_ai's default since 0.3.206) are read with ``zstandard``. A file either
-reader cannot open is diagnosed by this module's reader, so the message says what is wrong with the file
-(a truncated archive, a damaged member) rather than repeating a bare library error.
+with zstd (ZIP method 93, inspect_ai's default since 0.3.206) are read with ``zstandard``. A file
+inspect_ai's reader refuses goes to this module's reader, which either reads it (inspect_ai's models are
+stricter about nulls than the logs some versions wrote) or says which field is wrong (a truncated
+archive, a damaged member, an argument of the wrong type) rather than repeating pydantic's report.
 
 Order: samples come out sorted by epoch, then by sample id (numbers before text, numbers in numeric
 order), whichever reader is used and whatever order the archive stores them in; this is the order
@@ -142,9 +143,10 @@ def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
         log = read_eval_log(file, resolve_attachments=True)
         spec = log.eval.model_dump(mode="json", exclude_none=True)
         samples = [s.model_dump(mode="json", exclude_none=True) for s in (log.samples or [])]
-    except Exception as exc:  # noqa: BLE001 - whatever inspect_ai raises, the file is unreadable
-        _read_own(path)  # says what is wrong with the file, when our reader sees it too
-        raise AdapterError(file, ROOT, one_line(f"inspect_ai cannot read this log: {type(exc).__name__}: {exc}")) from None
+    except Exception:  # noqa: BLE001 - whatever inspect_ai raises, this module's reader decides
+        # It names the field that is wrong where the file is bad, and reads the file where inspect_ai is
+        # only stricter (a null metadata, a null score): a log is then read alike with or without it.
+        return _read_own(path)
     return Doc(spec, file, "eval"), [Doc(s, file, f"samples[{i}]") for i, s in enumerate(samples)]
 
 

@@ -8,6 +8,7 @@ derives a variant from the real file in a temporary directory and says what it c
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -478,3 +479,27 @@ def test_every_adapter_docstring_says_how_it_maps():
         adapter = get_adapter(name)
         module = __import__(type(adapter).__module__, fromlist=["_"])
         assert "principal" in (module.__doc__ or "") or name == "native", name
+
+
+def test_a_log_inspect_ai_refuses_is_read_or_diagnosed_by_the_own_reader(tmp_path, monkeypatch):
+    """With inspect_ai installed, a log its models refuse reads as without it, and a bad one names its field."""
+    import types
+
+    def refuse(*_args, **_kwargs):
+        raise ValueError("4 validation errors for EvalLog samples.1.messages.1.function-wrap[_wrap()].role")
+
+    fake = types.ModuleType("inspect_ai.log")
+    fake.read_eval_log = refuse
+    monkeypatch.setitem(sys.modules, "inspect_ai", types.ModuleType("inspect_ai"))
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", fake)
+    sample = {"id": 1, "epoch": 1, "metadata": None, "messages": [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": "read_file", "arguments": {"path": "a"}}]}]}
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [sample]}))
+    strict, own = InspectAdapter(use_inspect_ai=True), InspectAdapter(use_inspect_ai=False)
+    assert strict.load(good) == own.load(good)
+    sample["messages"][0]["tool_calls"][0]["arguments"] = ["a"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [sample]}))
+    with pytest.raises(AdapterError, match=r"samples\[0\]\.messages\[0\]\.tool_calls\[0\]\.arguments"):
+        strict.load(bad)
