@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from litmus_replay.replay.errors import AdapterError
-from litmus_replay.replay.model import Trajectory
+from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
 from ._build import Builder, plural, require_calls
 from ._doc import Doc, ROOT, decode_text, one_line, parse_json, read_bytes, read_json
@@ -238,6 +238,7 @@ def cassette_trajectories(
                 extra={"model": model if isinstance(model, str) else None, "last_request": found[index].request.path},
             )
         )
+        trajectories[-1] = with_metadata(trajectories[-1], found[index].request.value.get("metadata"))
     return require_calls(trajectories, root.file, "interactions", plural(len(found), f"{api} request"))
 
 
@@ -246,4 +247,23 @@ def single_trajectory(root: Doc, field: Doc, path: Path, api: str, items: list[D
     builder = Builder()
     walk(items, builder)
     trajectory = builder.build(root.file, field.path, trajectory_id=path.stem, source_format=api)
+    trajectory = with_metadata(trajectory, root.value.get("metadata") if root.is_dict() else None)
     return require_calls([trajectory], root.file, field.path)
+
+
+METADATA_FIELDS = ("task", "principal", "ambient_session")
+
+
+def with_metadata(trajectory: Trajectory, metadata: Any) -> Trajectory:
+    """The trajectory with what a request body's ``metadata`` says of its task, principal, session and
+    verdict: every API here takes a free-form ``metadata`` object, and harnesses record the run's there."""
+    if not isinstance(metadata, dict):
+        return trajectory
+    update: dict[str, Any] = {key: metadata[key] for key in METADATA_FIELDS if _text(metadata.get(key))}
+    if _text(metadata.get("verdict")):
+        update["original_verdict"] = OriginalVerdict(label=metadata["verdict"])
+    return trajectory.model_copy(update=update) if update else trajectory
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from litmus_replay.replay.model import OriginalVerdict, Trajectory
+from litmus_replay.replay.model import Trajectory
 
 from ._build import DEFAULT_ERROR_PREFIXES, Builder, text_of, text_result
 from ._cassette import (
@@ -131,23 +131,4 @@ class OpenAIChatAdapter(Adapter):
         if is_cassette(root):
             return cassette_trajectories(root, path, CHAT, _conversations, signature, self._walk)
         messages = root.need("messages") if root.is_dict() else root
-        trajectories = single_trajectory(root, messages, path, CHAT, list(messages.elements()), self._walk)
-        metadata = root.value.get("metadata") if root.is_dict() else None
-        return [with_metadata(t, metadata) for t in trajectories]
-
-
-METADATA_FIELDS = ("task", "principal", "ambient_session")
-
-
-def with_metadata(trajectory: Trajectory, metadata: Any) -> Trajectory:
-    """The trajectory with what a request body's ``metadata`` says of its task, principal, session and verdict."""
-    if not isinstance(metadata, dict):
-        return trajectory
-    update: dict[str, Any] = {key: metadata[key] for key in METADATA_FIELDS if _text(metadata.get(key))}
-    if _text(metadata.get("verdict")):
-        update["original_verdict"] = OriginalVerdict(label=metadata["verdict"])
-    return trajectory.model_copy(update=update) if update else trajectory
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+        return single_trajectory(root, messages, path, CHAT, list(messages.elements()), self._walk)

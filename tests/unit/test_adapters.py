@@ -503,3 +503,31 @@ def test_a_log_inspect_ai_refuses_is_read_or_diagnosed_by_the_own_reader(tmp_pat
     bad.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [sample]}))
     with pytest.raises(AdapterError, match=r"samples\[0\]\.messages\[0\]\.tool_calls\[0\]\.arguments"):
         strict.load(bad)
+
+
+METADATA = {"task": "acme/ops", "principal": "alice", "ambient_session": "tok-1", "verdict": "tool_misuse"}
+CALLED = {  # one request body per API, each holding one call to read_file and its result
+    "openai-chat": {"model": "m", "messages": [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"}]},
+    "openai-responses": {"model": "m", "input": [
+        {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": '{"path": "a"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "x"}]},
+    "anthropic": {"model": "m", "messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "a"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "x"}]}]},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(CALLED))
+def test_a_request_bodys_metadata_names_the_runs_task_principal_session_and_verdict(tmp_path, fmt):
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps({**CALLED[fmt], "metadata": METADATA}))
+    (run,) = get_adapter(fmt).load(path)
+    assert (run.task, run.principal, run.ambient_session, run.original_verdict.label) == (
+        "acme/ops", "alice", "tok-1", "tool_misuse")
+    assert [call.tool for _, call in run.calls()] == ["read_file"]
+    path.write_text(json.dumps({**CALLED[fmt], "metadata": {"task": " ", "note": 3}}))  # nothing usable: as without
+    (plain,) = get_adapter(fmt).load(path)
+    assert (plain.task, plain.principal, plain.original_verdict) == (None, DEFAULT_PRINCIPAL, None)
