@@ -13,7 +13,8 @@ Mapping:
   succeeded and the agent carried out the attacker's calls) and ``security: false`` → ``safe``. A run
   without an injection records ``security: true`` by construction, which judges nothing: no verdict.
   ``utility``, ``security``, the attack, the run-level ``error`` and the recorded ``injections`` (vector ->
-  text) are kept in ``Source.extra``.
+  text) are kept in ``Source.extra``; a run-level ``error`` (the pipeline raised) also marks the run
+  ``incomplete``.
 - **principal** — not recorded (the user is named only in the system prompt): the default principal.
 - **task** — ``agentdojo/{suite}/{user_task}``: every suite has a ``user_task_0``.
 - **id** — the TraceLogger path, ``{pipeline}/{suite}/{user_task}/{attack|none}/{injection|none}``.
@@ -27,7 +28,7 @@ from typing import Any
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
 from ._build import Builder, error, ok, require_calls, task_key, walk_chat_messages
-from ._doc import Doc, read_json
+from ._doc import Doc, one_line, read_json
 from .base import Adapter, Probe, register_adapter
 
 _KEYS = {"suite_name", "user_task_id", "messages"}
@@ -89,4 +90,7 @@ class AgentDojoAdapter(Adapter):
             run_id=root.str_at("pipeline_name"),
             extra=_extra(root),
         )
+        failure = root.value.get("error")
+        if isinstance(failure, str) and failure.strip():  # the pipeline raised: the run stopped there
+            trajectory = trajectory.model_copy(update={"incomplete": f"error: {one_line(failure)}"})
         return require_calls([trajectory], root.file, messages.path)

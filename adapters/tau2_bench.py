@@ -15,6 +15,8 @@ Mapping:
 - **results** — ``role: tool`` messages carry the call id as ``id`` and an ``error`` flag; ``error: true``
   makes the result an error (its message is the content after tau2's ``"Error: "`` prefix). Multi-tool
   messages (``tool_messages``) are read one by one.
+- **cut short** — a ``termination_reason`` other than ``user_stop`` or ``agent_stop`` (``max_steps``,
+  ``too_many_errors``, an agent's or user's error) marks the run ``incomplete``.
 - **verdict** — ``reward_info.reward`` 1 → ``pass``, else ``fail``; a ``NaN`` reward (tau2 writes one
   when it could not grade the run) is the label ``NaN``, never a fail. The reward, its basis and the
   termination reason are kept in ``Source.extra``.
@@ -121,7 +123,7 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
         value = simulation.value.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             extra[key] = value
-    return builder.build(
+    trajectory = builder.build(
         file,
         simulation.path,
         trajectory_id=simulation.id_at("id") or simulation.id_at("task_id") or "simulation",
@@ -131,6 +133,15 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
         run_id=run_id,
         extra=extra,
     )
+    reason = extra.get("termination_reason")
+    if isinstance(reason, str) and reason not in FINISHED:
+        return trajectory.model_copy(update={"incomplete": f"terminated: {reason}"})
+    return trajectory
+
+
+# How a simulation ends when one side closed the conversation; tau2's other reasons (max_steps,
+# too_many_errors, agent_error, user_error) cut the run short.
+FINISHED = frozenset({"user_stop", "agent_stop"})
 
 
 @register_adapter

@@ -531,3 +531,20 @@ def test_a_request_bodys_metadata_names_the_runs_task_principal_session_and_verd
     path.write_text(json.dumps({**CALLED[fmt], "metadata": {"task": " ", "note": 3}}))  # nothing usable: as without
     (plain,) = get_adapter(fmt).load(path)
     assert (plain.task, plain.principal, plain.original_verdict) == (None, DEFAULT_PRINCIPAL, None)
+
+
+def test_agentdojo_and_tau2_runs_that_ended_early_are_marked_incomplete(tmp_path):
+    run = json.loads((EXTERNAL / "agentdojo" / "injection_task_3.json").read_text())
+    assert get_adapter("agentdojo").load(EXTERNAL / "agentdojo" / "injection_task_3.json")[0].incomplete is None
+    run["error"] = "openai.RateLimitError: Error code: 429\nretry later"
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    (crashed,) = get_adapter("agentdojo").load(tmp_path / "run.json")
+    assert crashed.incomplete == "error: openai.RateLimitError: Error code: 429 retry later"
+
+    simulation_file = EXTERNAL / "tau2-bench" / "a62a4510-a540-4d76-8e6e-026589c80fd6.json"  # one SimulationRun
+    simulation = json.loads(simulation_file.read_text())
+    assert simulation["termination_reason"] == "user_stop"
+    assert get_adapter("tau2-bench").load(simulation_file)[0].incomplete is None
+    simulation["termination_reason"] = "max_steps"
+    (tmp_path / "sim.json").write_text(json.dumps(simulation))
+    assert get_adapter("tau2-bench").load(tmp_path / "sim.json")[0].incomplete == "terminated: max_steps"
