@@ -15,8 +15,11 @@ Mapping:
 - **verdict** — none in the format, unless ``metadata`` names one.
 - **metadata** — a plain request body's ``metadata`` may carry what the format lacks: ``task``,
   ``principal``, ``ambient_session`` and ``verdict`` (the original verdict's label); other keys, and
-  values that are not non-empty strings, are ignored. Cassettes do not read it.
+  values that are not non-empty strings, are ignored. In a cassette, each run's last request says it.
 - **cassettes** — see :mod:`._cassette`: one trajectory per run, the request history plus the response.
+- **JSON Lines** — one request body a line (as harnesses log them), or OpenAI Batch API input lines
+  (``{custom_id, method, url, body}``): a trajectory per line, id the ``custom_id`` where there is one,
+  else ``<file name>#<line number>``; each body's ``metadata`` is read as above.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any, Iterable
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import DEFAULT_ERROR_PREFIXES, Builder, text_of, text_result
+from ._build import DEFAULT_ERROR_PREFIXES, Builder, plural, require_calls, text_of, text_result
 from ._cassette import (
     CHAT,
     Exchange,
@@ -36,8 +39,9 @@ from ._cassette import (
     plain_text,
     read_document,
     single_trajectory,
+    with_metadata,
 )
-from ._doc import Doc
+from ._doc import ROOT, Doc, read_json_or_lines
 from .base import Adapter, Probe, register_adapter
 
 def walk_messages(
@@ -123,12 +127,41 @@ class OpenAIChatAdapter(Adapter):
         if CHAT in cassette_apis(probe):
             return True
         data = probe.json()
+        if data is None:  # JSON Lines: one request body a line
+            body = _body(probe.first_line())
+            return isinstance(body, dict) and _has_function_calls(body.get("messages"))
         messages = data.get("messages") if isinstance(data, dict) else data
         return _has_function_calls(messages) and not (isinstance(data, dict) and "suite_name" in data)
 
     def load(self, path: Path) -> list[Trajectory]:
+        if path.suffix.lower() not in (".yaml", ".yml"):
+            roots = read_json_or_lines(path)
+            if len(roots) > 1:
+                return self._body_lines(roots, path)
         root = read_document(path)
         if is_cassette(root):
             return cassette_trajectories(root, path, CHAT, _conversations, signature, self._walk)
         messages = root.need("messages") if root.is_dict() else root
         return single_trajectory(root, messages, path, CHAT, list(messages.elements()), self._walk)
+
+    def _body_lines(self, lines: list[Doc], path: Path) -> list[Trajectory]:
+        """A run per line: a request body, or a Batch API input line whose ``body`` is one (its
+        ``custom_id`` is then the run's id; otherwise the file's name and the line's number)."""
+        trajectories = []
+        for number, line in enumerate(lines, start=1):
+            body = line.need("body") if line.has("body") and not line.has("messages") else line
+            messages = body.need("messages")
+            builder = Builder()
+            self._walk(list(messages.elements()), builder)
+            custom_id = line.value.get("custom_id")
+            run_id = custom_id if isinstance(custom_id, str) and custom_id.strip() else f"{path.stem}#{number}"
+            trajectory = builder.build(line.file, messages.path, trajectory_id=run_id, source_format=CHAT)
+            trajectories.append(with_metadata(trajectory, body.as_dict().get("metadata")))
+        return require_calls(trajectories, str(path), ROOT, plural(len(lines), "request body"))
+
+
+def _body(line: Any) -> Any:
+    """A JSON Lines entry's request body: the line itself, or a Batch API input line's ``body``."""
+    if isinstance(line, dict) and "messages" not in line and isinstance(line.get("body"), dict):
+        return line["body"]
+    return line

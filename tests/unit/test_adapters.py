@@ -548,3 +548,18 @@ def test_agentdojo_and_tau2_runs_that_ended_early_are_marked_incomplete(tmp_path
     simulation["termination_reason"] = "max_steps"
     (tmp_path / "sim.json").write_text(json.dumps(simulation))
     assert get_adapter("tau2-bench").load(tmp_path / "sim.json")[0].incomplete == "terminated: max_steps"
+
+
+def test_chat_request_bodies_in_json_lines_are_a_run_each_plain_or_as_batch_api_input(tmp_path):
+    body = {**CALLED["openai-chat"], "metadata": METADATA}
+    lines = [body, {"custom_id": "req-7", "method": "POST", "url": "/v1/chat/completions", "body": CALLED["openai-chat"]}]
+    path = tmp_path / "requests.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert detect_format(path) == "openai-chat"
+    first, second = load_trajectories(path)
+    assert (first.id, first.task, first.principal) == ("requests#1", "acme/ops", "alice")
+    assert (second.id, second.task, second.principal) == ("req-7", None, DEFAULT_PRINCIPAL)
+    assert [call.tool for _, call in second.calls()] == ["read_file"]
+    path.write_text(json.dumps(body) + "\n" + json.dumps({"custom_id": "x", "body": {"model": "m"}}) + "\n")
+    with pytest.raises(AdapterError, match=r"line 2.*messages"):
+        get_adapter("openai-chat").load(path)
