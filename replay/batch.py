@@ -592,6 +592,8 @@ def finish_results(path: Path, results: ResultsFile, found: Iterable[Found], out
             raw = results.raw(item.run_id)
             if item.early_id not in (None, item.run_id):
                 early = results.get(item.early_id)
+                if early is not None and (early["file"], early.get("trajectory")) != (item.file, item.trajectory_id):
+                    early = None  # another run's line (ids are never shared; this guards the rename all the same)
                 if raw is None and early is not None:
                     raw = _renamed(early, item.run_id, out)
                 elif raw is not None and early is not None and isinstance(early.get("report"), str):
@@ -689,7 +691,8 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
     base = Path(recorded.get("base") or ".")
     if worlds_dir is None and recorded.get("worlds"):
         worlds_dir = base / recorded["worlds"]
-    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), recorded.get("task"))
+    # the task the line was replayed under: a resumed batch may have been given another --task since
+    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), line.get("task"))
     try:
         world = WorldCatalog.load(worlds_dir).find(trajectory)
     except NoWorld as exc:
@@ -717,7 +720,7 @@ def _read_batch_record(out: Path) -> dict[str, Any]:
 def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str, task: str | None = None) -> Trajectory:
     """The trajectory a result line names: by its place in the file where the run id carries one, else by id."""
     trajectories = read_runs(file, fmt, task)
-    place = re.fullmatch(r".*#(\d+)", line["run"]) if "@" in line["run"] else None
+    place = re.fullmatch(r".*#(\d+)(?:~\d+)?", line["run"]) if "@" in line["run"] else None
     if place is not None and int(place.group(1)) < len(trajectories):
         candidate = trajectories[int(place.group(1))]
         if candidate.id == line.get("trajectory"):
@@ -957,7 +960,8 @@ def run_batch(
         raise InputError(None, "--scheduler", "--executor dask needs the address of a Dask scheduler")
     if fmt != "auto":
         get_adapter(fmt)  # an unknown format fails here, before anything is written
-    if task is not None and not task.strip():
+    task = task.strip() if task is not None else None
+    if task == "":
         raise InputError(None, "--task", "an empty task key: give the key a world in --worlds is named by")
     WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
     checked = _RuntimeCheck(runtime)

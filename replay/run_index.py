@@ -57,6 +57,7 @@ class RunIndex:
             CREATE INDEX found_by_trajectory ON found (trajectory);
             CREATE INDEX found_by_early ON found (early);
             CREATE TABLE named (seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL);
+            CREATE TABLE renamed (seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE);
             CREATE TABLE elsewhere (source TEXT, trajectory TEXT, PRIMARY KEY (source, trajectory)) WITHOUT ROWID;
             """
         )
@@ -67,10 +68,11 @@ class RunIndex:
         """A run found at ``position`` in ``file`` (``place``: where that file sits under its input;
         ``repeated_in_file``: the file holds its trajectory id more than once). Returns its place in
         discovery order and its id so far: the trajectory id unless the batch has met that id before (or
-        the file repeats it), and then already the qualified id it keeps. Only an id given unqualified can
-        change, when a later file repeats it."""
+        the file repeats it, or another run's id is already that text), and then already the qualified id
+        it keeps. Only an id given unqualified can change, when a later file repeats it. No two runs are
+        ever given one id."""
         with self._lock:
-            seen = repeated_in_file or self._db.execute(
+            seen = repeated_in_file or self._taken(trajectory_id) or self._db.execute(
                 "SELECT 1 FROM found WHERE trajectory = ? LIMIT 1", (trajectory_id,)).fetchone() is not None
             early = self._unused(trajectory_id, place, file, position, repeated_in_file) if seen else trajectory_id
             cursor = self._db.execute(
@@ -78,16 +80,22 @@ class RunIndex:
                 (file, place, position, trajectory_id, offset, length, early))
             return cursor.lastrowid, early
 
+    def _taken(self, run_id: str) -> bool:
+        """Whether a run already has this id, as found or as renamed."""
+        return any(self._db.execute(query, (run_id,)).fetchone() is not None for query in (
+            "SELECT 1 FROM found WHERE early = ? LIMIT 1", "SELECT 1 FROM renamed WHERE run_id = ? LIMIT 1"))
+
     def _unused(self, trajectory_id: str, place: str, file: str, position: int, repeated_in_file: bool) -> str:
-        """The qualified id no run found so far has: by the file's place under its input, else (two inputs
-        hold files at the same place) by the file as given, else by the run's place in discovery order."""
-        taken = lambda run_id: self._db.execute("SELECT 1 FROM found WHERE early = ? LIMIT 1", (run_id,)).fetchone()
+        """The qualified id no run has yet: by the file's place under its input, else (two inputs hold
+        files at the same place) by the file as given, else that with a count."""
         for where in (place, file):
             candidate = _qualified(trajectory_id, where, position, repeated_in_file)
-            if taken(candidate) is None:
+            if not self._taken(candidate):
                 return candidate
-        seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM found").fetchone()[0]
-        return f"{candidate}~{seq}"
+        count = 2
+        while self._taken(f"{candidate}~{count}"):
+            count += 1
+        return f"{candidate}~{count}"
 
     def add_unreadable(self, file: str, reason: str) -> int:
         """A file no adapter could read; returns its place in discovery order."""
@@ -105,30 +113,28 @@ class RunIndex:
                                     (source, trajectory_id)).fetchone() is not None
 
     def name(self) -> None:
-        """Give every run its id: the trajectory id where it is unique in the batch, else qualified by where
-        its file sits under its input (and by its place in the file, where the file repeats it); where two
-        inputs hold files at the same place, by the file as given; and where even that repeats (a file given
-        twice), by the run's place in discovery order. No two runs share an id."""
+        """Give every run its id, which needs the whole batch: the id it was found under, except for the
+        first run of a trajectory id that a later run repeats, which is qualified then as the later ones
+        were (by where its file sits under its input; by the file as given where two inputs hold files at
+        that place). An id once qualified never changes, and no id is ever another run's, so a run's
+        result line can be found under the id it was found by and moved to the one it keeps."""
         with self._lock:
+            seq = 0
+            while rows := self._db.execute(
+                """
+                SELECT seq, trajectory, place, file, position FROM found AS first
+                WHERE seq > ? AND reason IS NULL AND early = trajectory
+                  AND EXISTS (SELECT 1 FROM found AS later WHERE later.trajectory = first.trajectory
+                                                            AND later.seq <> first.seq)
+                ORDER BY seq LIMIT ?
+                """, (seq, _FETCH)).fetchall():
+                for seq, trajectory, place, file, position in rows:
+                    self._db.execute("INSERT INTO renamed VALUES (?, ?)",
+                                     (seq, self._unused(trajectory, place, file, position, False)))
             self._db.execute(
                 """
-                WITH counted AS (
-                    SELECT seq, trajectory, place, file, position,
-                           COUNT(*) OVER (PARTITION BY trajectory) AS in_batch,
-                           CASE WHEN COUNT(*) OVER (PARTITION BY file, trajectory) > 1
-                                THEN '#' || position ELSE '' END AS in_file
-                    FROM found WHERE reason IS NULL),
-                by_place AS (
-                    SELECT seq, trajectory, file, in_file,
-                           CASE WHEN in_batch = 1 THEN trajectory ELSE trajectory || '@' || place || in_file END AS id
-                    FROM counted),
-                by_file AS (
-                    SELECT seq, CASE WHEN COUNT(*) OVER (PARTITION BY id) = 1 THEN id
-                                     ELSE trajectory || '@' || file || in_file END AS id
-                    FROM by_place)
-                INSERT INTO named
-                SELECT seq, CASE WHEN COUNT(*) OVER (PARTITION BY id) = 1 THEN id ELSE id || '~' || seq END
-                FROM by_file ORDER BY seq
+                INSERT INTO named SELECT found.seq, COALESCE(renamed.run_id, found.early)
+                FROM found LEFT JOIN renamed ON renamed.seq = found.seq WHERE found.reason IS NULL
                 """
             )
 

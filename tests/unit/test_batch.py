@@ -325,7 +325,10 @@ def test_two_inputs_holding_files_at_the_same_place_keep_every_run_apart(tmp_pat
     for result in results:
         by_file.setdefault(result["file"], []).append(result["trajectory"])
     assert sorted(len(ids) for ids in by_file.values()) == [3, 6]  # the first file was given twice
-    assert [result["run"] for result in results] == list(batch.discover([first, second, first / "runs.jsonl"]).run_ids())
+    found = batch.discover([first, second, first / "runs.jsonl"])
+    assert [result["run"] for result in results] == list(found.run_ids())
+    assert [(result["file"], result["trajectory"]) for result in results] == [
+        (item.file, item.trajectory_id) for item in found.index], "each line is its own run's"
     pages = sorted(path.name for path in (out / "reports").iterdir())
     assert pages == sorted(Path(batch.report_path(result["run"])).name for result in results)
     assert json.loads((out / "summary.json").read_text()) == batch.summarise(results)

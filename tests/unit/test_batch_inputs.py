@@ -141,3 +141,40 @@ def test_a_run_the_benchmark_recorded_as_cut_short_says_so_in_its_line_summary_a
     assert summary["incomplete"] == ["a_epoch_1", "b_epoch_1"]
     page = (out / lines["a_epoch_1"]["report"]).read_text()
     assert "cut short" in page and html.escape("RuntimeError('model exploded')") in page
+
+
+def test_a_page_made_later_replays_a_run_under_the_task_its_line_records_even_after_a_resume(tmp_path):
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    (worlds / "notes.yaml").write_text(
+        "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n")
+    run = tmp_path / "messages.json"
+    run.write_text(json.dumps(ANTHROPIC_RUN))
+    out = tmp_path / "out"
+    batch.run_batch([run], worlds, out, runtime="inprocess", reports="all", task=" acme/notes ")
+    batch.run_batch([run], worlds, out, runtime="inprocess", reports="all")  # resumed without --task: done already
+    (line,) = [json.loads(text) for text in (out / "results.jsonl").read_text().splitlines()]
+    assert line["task"] == "acme/notes" and line["status"] == "ok"
+    page = out / line["report"]
+    written = page.read_bytes()
+    page.unlink()
+    batch.write_run_page(out, line["run"], runtime="inprocess")
+    assert page.read_bytes() == written
+
+
+def test_one_run_in_three_inputs_of_the_same_file_name_keeps_three_lines_each_its_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative inputs, as typed: in1, in2 and m.json directly
+    worlds = _worlds(tmp_path)
+    (worlds / "notes.yaml").write_text(
+        "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n")
+    for where in ("in1", "in2", "."):
+        Path(where).mkdir(exist_ok=True)
+        text = json.dumps(ANTHROPIC_RUN).replace("/workspace/notes.txt", f"/workspace/from-{where.strip('.') or 'top'}.txt")
+        (Path(where) / "m.json").write_text(text)
+    inputs = [Path("in1"), Path("in2"), Path("m.json")]
+    batch.run_batch(inputs, worlds, Path("out"), runtime="inprocess", reports="all", task="acme/notes")
+    lines = [json.loads(text) for text in Path("out/results.jsonl").read_text().splitlines()]
+    assert sorted(line["file"] for line in lines) == ["in1/m.json", "in2/m.json", "m.json"]
+    assert len({line["run"] for line in lines}) == 3 and len({line["report"] for line in lines}) == 3
+    for line in lines:  # each page is its own run's: it shows the path its run read
+        assert f"from-{Path(line['file']).parent.name or 'top'}.txt" in Path("out", line["report"]).read_text()

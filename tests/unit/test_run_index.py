@@ -40,11 +40,13 @@ def expected_ids(inputs: list[tuple[str, str | None]]) -> list[str]:
 def test_run_ids_follow_the_rule_and_inputs_come_back_in_order(inputs):
     index = RunIndex()
     positions: Counter[str] = Counter()
+    in_file = Counter(inputs)  # as discovery knows it, having read the whole file
     for number, (file, trajectory) in enumerate(inputs):
         if trajectory is None:
             index.add_unreadable(file, f"{file}: not a run")
         else:
-            index.add_run(file, file, positions[file], trajectory, number * 10, number)
+            index.add_run(file, file, positions[file], trajectory, number * 10, number,
+                          repeated_in_file=in_file[(file, trajectory)] > 1)
             positions[file] += 1
     index.name()
     found = list(index)
@@ -95,23 +97,32 @@ def test_a_run_keeps_the_id_it_was_found_under_unless_a_later_file_repeats_its_t
 
 PLACED = st.sampled_from([("in1/a.jsonl", "a.jsonl"), ("in2/a.jsonl", "a.jsonl"), ("in1/b.jsonl", "b.jsonl"),
                           ("a.jsonl", "a.jsonl")])
+# trajectory ids that look like qualified ones
+LOOKALIKES = st.sampled_from(["t1", "t2", "t1@a.jsonl", "t1@in1/a.jsonl", "t1@a.jsonl~2", "t1@a.jsonl#0"])
 
 
-@given(st.lists(st.tuples(PLACED, IDS, st.integers(0, 3)), max_size=40))
+@given(st.lists(st.tuples(PLACED, LOOKALIKES, st.integers(0, 3), st.booleans()), max_size=40))
 def test_no_two_runs_share_an_id_early_or_late_whatever_places_their_inputs_share(inputs):
     # two inputs may hold files at the same place; a file may be given twice (its positions repeat)
     index = RunIndex()
-    for number, ((file, place), trajectory, position) in enumerate(inputs):
-        index.add_run(file, place, position, trajectory, number, 1)
+    for number, ((file, place), trajectory, position, repeated) in enumerate(inputs):
+        index.add_run(file, place, position, trajectory, number, 1, repeated_in_file=repeated)
     index.name()
     found = list(index)
     index.close()
     assert len({item.run_id for item in found}) == len(found)
     assert len({item.early_id for item in found}) == len(found)
+    finals = {item.run_id: item.seq for item in found}
+    for item in found:
+        if item.early_id != item.trajectory_id:
+            assert item.run_id == item.early_id, "an id once qualified is kept"
+        assert finals.get(item.early_id, item.seq) == item.seq, "no run is found under another run's final id"
+    raw, inputs = inputs, [(placed, trajectory, position) for placed, trajectory, position, _ in inputs]
     places = Counter((place, trajectory) for (_, place), trajectory, _ in inputs)
     in_batch = Counter(trajectory for _, trajectory, _ in inputs)
-    for item, ((file, place), trajectory, _) in zip(found, inputs):
-        if in_batch[trajectory] == 1:
+    lookalike = any("@" in trajectory for _, trajectory, _ in inputs)
+    for item, ((file, place), trajectory, _), (_, _, _, repeated) in zip(found, inputs, raw):
+        if in_batch[trajectory] == 1 and not lookalike and not repeated:
             assert item.run_id == trajectory
-        elif places[(place, trajectory)] == 1:
+        elif places[(place, trajectory)] == 1 and not repeated and not lookalike:
             assert item.run_id == f"{trajectory}@{place}", "qualified by its place where that tells it apart"
