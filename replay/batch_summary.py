@@ -8,6 +8,7 @@ stay in ``results.jsonl``.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Iterable
 
@@ -98,7 +99,7 @@ def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
     """Agreement of the replay with the benchmark's own checks: per check, the runs that agree out of those
-    compared, and every disagreement with the first call that departs from the recording."""
+    compared, and every disagreement (by run) with the first call that departs from the recording."""
     rates: dict[str, dict[str, Any]] = {}
     disagreements = []
     for line in lines:
@@ -114,5 +115,7 @@ def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
     for rate in rates.values():
         rate["rate"] = round(rate["agree"] / rate["runs"], 4)
     drifted = [line for line in lines if (line.get("drift") or {}).get("calls")]
+    # by run and check: the same whatever order the lines came and went in
+    disagreements.sort(key=lambda item: (str(item["run"]), item["check"], json.dumps(item, sort_keys=True, default=str)))
     return {"agreement": dict(sorted(rates.items())), "disagreements": disagreements,
             "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
