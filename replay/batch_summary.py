@@ -116,6 +116,7 @@ def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
         rate["rate"] = round(rate["agree"] / rate["runs"], 4)
     drifted = [line for line in lines if (line.get("drift") or {}).get("calls")]
     # by run and check: the same whatever order the lines came and went in
-    disagreements.sort(key=lambda item: (str(item["run"]), item["check"], json.dumps(item, sort_keys=True, default=str)))
+    disagreements.sort(key=lambda item: (str(item["run"]), item["check"],
+                                         json.dumps(item, sort_keys=True, default=str)))
     return {"agreement": dict(sorted(rates.items())), "disagreements": disagreements,
             "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
