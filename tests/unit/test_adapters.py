@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from litmus_replay.adapters import DEFAULT_PRINCIPAL, adapter_names, detect_format, get_adapter, load_trajectories
 from litmus_replay.adapters.inspect_log import InspectAdapter, inspect_ai_available
@@ -377,6 +379,103 @@ def test_mcp_jsonl_is_error_rpc_error_and_reused_ids(tmp_path):
     first, second = calls(only(load_trajectories(path)))
     assert first.result.error.startswith("Invalid departure date: must be in the future.")
     assert (second.key, second.tool, second.result.error) == ("t2.c1", "book_flight", "JSON-RPC -32602: Unknown tool: book_flight")
+
+
+def write_jsonl(path: Path, lines: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def test_mcp_a_tools_call_result_is_kept_when_a_server_request_had_its_id(tmp_path):
+    """A client's tools/call and the server's ping or sampling request share ids: each side numbers its own."""
+    read = {"name": "read_file", "arguments": {"path": "/workspace/notes.md"}}
+    hello = {"content": [{"type": "text", "text": "hello"}], "isError": False}
+    ping_first = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": read},  # the id reused once answered
+        {"jsonrpc": "2.0", "id": 1, "result": hello},
+    ]
+    interleaved = [
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": read},
+        {"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 10}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"role": "assistant", "content": {"type": "text", "text": "a summary"}, "model": "m"}},
+        {"jsonrpc": "2.0", "id": 2, "result": hello},
+    ]
+    for name, lines in (("ping.jsonl", ping_first), ("session.jsonl", interleaved)):
+        run = only(load_trajectories(write_jsonl(tmp_path / name, lines)))
+        (call,) = calls(run)
+        assert (call.result.status, call.result.output) == ("ok", "hello"), name
+        assert "unpaired_results" not in run.source.extra
+    # An error has no shape: the sampling request's answer after it says whose it is; nothing after, and it is not the call's.
+    failed = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "disk gone"}}
+    decided = only(load_trajectories(write_jsonl(tmp_path / "decided.jsonl", [*interleaved[:2], failed, interleaved[2]])))
+    assert calls(decided)[0].result.error == "JSON-RPC -32603: disk gone"
+    undecided = only(load_trajectories(write_jsonl(tmp_path / "undecided.jsonl", [*interleaved[:2], failed])))
+    assert calls(undecided)[0].result is None
+
+
+MCP_IDS = [0, 1, 2]
+SERVER_RESULTS = {
+    "ping": {},
+    "sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "s"}, "model": "m"},
+    "roots/list": {"roots": []},
+    "elicitation/create": {"action": "decline"},
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mcp_every_tools_call_gets_its_own_answer_whatever_the_other_side_numbers(data, tmp_path):
+    """A valid session (no side reuses an id it is still waiting on), answers in any order: each tools/call's
+    recorded result is its own answer, or none when it was never answered. An error that came while a server
+    request of the same id waited may be either's: the call then has its own answer or none, never another's."""
+    lines: list[dict] = []
+    waiting: dict[tuple[str, int], str | int] = {}  # (side, id) -> the tools/call's number, or the method
+    expected: list[tuple[str, str] | None] = []
+    in_doubt: set[int] = set()
+    for _ in range(data.draw(st.integers(1, 14), label="steps")):
+        action = data.draw(st.sampled_from(["call", "server", "answer", "answer"] if waiting else ["call", "server"]))
+        if action == "answer":
+            side, rid = data.draw(st.sampled_from(sorted(waiting)), label="answered")
+            what = waiting.pop((side, rid))
+            if side == "server":
+                lines.append({"jsonrpc": "2.0", "id": rid, "result": SERVER_RESULTS[what]})
+                continue
+            how = data.draw(st.sampled_from(["ok", "isError", "rpc"]), label="outcome")
+            if how == "rpc":
+                lines.append({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": f"failed {what}"}})
+                expected[what] = ("error", f"JSON-RPC -32000: failed {what}")
+                if ("server", rid) in waiting:
+                    in_doubt.add(what)
+            else:
+                text = f"out {what}" if how == "ok" else f"failed {what}"
+                lines.append({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}], "isError": how == "isError"}})
+                expected[what] = ("ok", text) if how == "ok" else ("error", text)
+            continue
+        side = "client" if action == "call" else "server"
+        free = [rid for rid in MCP_IDS if (side, rid) not in waiting]
+        if not free:
+            continue
+        rid = data.draw(st.sampled_from(free), label="id")
+        if side == "client":
+            waiting[(side, rid)] = len(expected)
+            lines.append({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": f"tool{len(expected)}", "arguments": {}}})
+            expected.append(None)
+        else:
+            method = data.draw(st.sampled_from(sorted(SERVER_RESULTS)), label="method")
+            waiting[(side, rid)] = method
+            lines.append({"jsonrpc": "2.0", "id": rid, "method": method})
+    run = only(load_trajectories(write_jsonl(tmp_path / "session.jsonl", lines), "mcp"))
+    found = calls(run)
+    assert [c.tool for c in found] == [f"tool{n}" for n in range(len(expected))]
+    for number, (call, want) in enumerate(zip(found, expected)):
+        if want is None or (number in in_doubt and call.result is None):
+            assert call.result is None
+        else:
+            status, text = want
+            assert call.result.status == status
+            assert (call.result.error if status == "error" else call.result.output) == text
 
 
 # -- OpenTelemetry -----------------------------------------------------------------------------------
