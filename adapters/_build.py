@@ -132,6 +132,7 @@ class Builder:
         self._pending: list[dict[str, Any]] = []
         self.unpaired_results = 0
         self.unparsed: dict[str, str] = {}
+        self.unread: dict[str, int] = {}
 
     def turn(self, text: str | None = None) -> None:
         self.turns.append({"text": text, "calls": []})
@@ -192,6 +193,10 @@ class Builder:
                 return index
         return None
 
+    def skip(self, kind: str) -> None:
+        """A block that looks like a call but cannot be read as one: counted, so that it is not lost unseen."""
+        self.unread[kind] = self.unread.get(kind, 0) + 1
+
     def call_count(self) -> int:
         return sum(len(turn["calls"]) for turn in self.turns)
 
@@ -202,6 +207,8 @@ class Builder:
             out["unparsed_arguments"] = dict(self.unparsed)
         if self.unpaired_results:
             out["unpaired_results"] = self.unpaired_results
+        if self.unread:
+            out["unread_blocks"] = dict(self.unread)
         return out
 
     def build(

@@ -341,6 +341,75 @@ def test_anthropic_history_tool_result_and_is_error(tmp_path):
     assert (result.status, result.error) == ("error", "weather service down")
 
 
+def test_anthropic_mcp_connector_and_server_tool_results_in_the_assistant_message(tmp_path):
+    """The Messages API's MCP connector (mcp_tool_use / mcp_tool_result) and a server tool, each with its result
+    beside it in the assistant message, as the API returns them."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "Pay Bob"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+             "content": [{"type": "web_search_result", "url": "https://e.com", "title": "t", "encrypted_content": "..."}]},
+            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "transfer_funds", "server_name": "bank",
+             "input": {"from": "acc-alice", "to": "acc-bob", "amount": 5000}},
+            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": True, "content": [{"type": "text", "text": "limit"}]},
+            {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {"code": "1"}},
+            {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_2",
+             "content": {"type": "code_execution_tool_result_error", "error_code": "unavailable"}},
+            {"type": "text", "text": "Done."}]}]}
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    assert detect_format(path) == "anthropic"
+    search, transfer, code = calls(only(load_trajectories(path)))
+    assert (search.tool, search.result.status, search.result.output[0]["url"]) == ("web_search", "ok", "https://e.com")
+    assert (transfer.id, transfer.tool, transfer.arguments["amount"]) == ("mcptoolu_1", "transfer_funds", 5000)
+    assert (transfer.result.status, transfer.result.error) == ("error", "limit")
+    assert (code.result.status, code.result.error) == ("error", "unavailable")
+
+
+USE_TYPES = ["tool_use", "server_tool_use", "mcp_tool_use", "future_tool_use"]
+RESULT_TYPES = ["tool_result", "mcp_tool_result", "web_search_tool_result", "future_tool_result"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(blocks=st.lists(st.one_of(
+    st.tuples(st.just("use"), st.sampled_from(USE_TYPES), st.booleans(), st.sampled_from([None, "assistant", "user"]), st.sampled_from(RESULT_TYPES), st.booleans()),
+    st.tuples(st.just("other"), st.sampled_from(["thinking", "redacted_thinking", "image", "container_upload", "search_result"])),
+), max_size=8))
+def test_anthropic_no_tool_use_block_vanishes_and_every_result_pairs_wherever_it_sits(blocks, tmp_path):
+    """Blocks in any mix: each block whose type ends in tool_use is a call (or, an unknown type without a name,
+    counted as unread); each result, in the assistant message or the next user message, answers its call."""
+    assistant: list[dict] = []
+    user: list[dict] = []
+    want_calls, want_unread = [], 0
+    for number, spec in enumerate(blocks):
+        if spec[0] == "other":
+            assistant.append({"type": spec[1], "data": "x"})
+            continue
+        _, kind, named, where, result_kind, failed = spec
+        block = {"type": kind, "id": f"u{number}", "input": {"n": number}}
+        if named or kind != "future_tool_use":
+            block["name"] = f"tool{number}"
+        assistant.append(block)
+        if "name" not in block:
+            want_unread += 1
+            continue
+        want_calls.append((f"tool{number}", None if where is None else ("error" if failed else "ok")))
+        if where is not None:
+            result = {"type": result_kind, "tool_use_id": f"u{number}", "is_error": failed, "content": [{"type": "text", "text": f"r{number}"}]}
+            (assistant if where == "assistant" else user).append(result)
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": assistant + [{"type": "text", "text": "ok"}]}]
+    if user:
+        messages.append({"role": "user", "content": user})
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(messages))
+    run = only(load_trajectories(path, "anthropic"))
+    assert [(c.tool, c.result.status if c.result else None) for c in calls(run)] == want_calls
+    assert all(c.result.output == f"r{c.arguments['n']}" for c in calls(run) if c.result)
+    assert run.source.extra.get("unread_blocks", {}).get("future_tool_use", 0) == want_unread
+    assert "unpaired_results" not in run.source.extra
+
+
 # -- MCP ---------------------------------------------------------------------------------------------
 
 
