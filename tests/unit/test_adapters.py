@@ -235,6 +235,69 @@ def test_tau_bench_repeated_ids_pair_by_position(tmp_path):
     assert len({c.id for c in repeated}) == 1
 
 
+def tau_record(tools: list[str]) -> dict:
+    """A tau-bench record whose agent calls ``tools``, one per turn."""
+    traj = [{"role": "system", "content": "policy"}, {"role": "user", "content": "hi"}]
+    for number, tool in enumerate(tools):
+        traj.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{number}", "type": "function", "function": {"name": tool, "arguments": "{}"}}]})
+        traj.append({"role": "tool", "tool_call_id": f"call_{number}", "name": tool, "content": "{}"})
+    return {"task_id": 15, "trial": 0, "reward": 1.0, "info": {"task": {"user_id": "u1", "actions": []}}, "traj": traj}
+
+
+RUN_NAME = "tool-calling-gpt-4o-0.0_range_0-50_user-gpt-4o-llm_1122153012.json"  # the name tau-bench's run.py writes
+
+
+def test_tau_bench_environment_named_by_the_path_does_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    """Records that use only tools both environments have: the path alone says which, however it is typed."""
+    folder = tmp_path / "results" / "airline"
+    folder.mkdir(parents=True)
+    (folder / RUN_NAME).write_text(json.dumps([tau_record(["get_user_details", "think"])]))
+    monkeypatch.chdir(tmp_path)
+    assert only(load_trajectories(Path("results/airline") / RUN_NAME)).task == "tau-bench/airline/15"
+    monkeypatch.chdir(folder)
+    assert only(load_trajectories(Path(RUN_NAME))).task == "tau-bench/airline/15"
+    assert only(load_trajectories(Path(".") / RUN_NAME)).task == "tau-bench/airline/15"
+
+
+def test_tau_bench_environment_is_read_from_the_tools_where_the_path_names_neither_or_both(tmp_path):
+    records = json.loads(sample("tau-bench", "gpt-4o-airline.json").read_text())  # the real airline record
+    derived = json.loads(json.dumps(records))  # derived: its reservation tools renamed to retail's order tools
+    renames = {"get_reservation_details": "get_order_details", "update_reservation_flights": "exchange_delivered_order_items"}
+    for message in derived[0]["traj"]:
+        for call in message.get("tool_calls") or []:
+            call["function"]["name"] = renames.get(call["function"]["name"], call["function"]["name"])
+    for folder in ("results", "airline-and-retail"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "first.json").write_text(json.dumps(records))
+        (tmp_path / folder / "second.json").write_text(json.dumps(derived))
+        assert only(load_trajectories(tmp_path / folder / "first.json")).task == "tau-bench/airline/15"
+        assert only(load_trajectories(tmp_path / folder / "second.json")).task == "tau-bench/retail/15"
+
+
+# Some of each environment's tools, as tau-bench names them (tau_bench/envs/<env>/tools).
+TAU_TOOLS = {
+    "shared": ["calculate", "get_user_details", "think", "transfer_to_human_agents"],
+    "airline": ["book_reservation", "cancel_reservation", "search_direct_flight", "update_reservation_flights"],
+    "retail": ["exchange_delivered_order_items", "find_user_id_by_email", "get_order_details", "return_delivered_order_items"],
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shared=st.lists(st.sampled_from(TAU_TOOLS["shared"]), max_size=3),
+       airline=st.lists(st.sampled_from(TAU_TOOLS["airline"]), max_size=3),
+       retail=st.lists(st.sampled_from(TAU_TOOLS["retail"]), max_size=3),
+       order=st.randoms(use_true_random=False))
+def test_tau_bench_tools_of_one_environment_name_it_and_a_mix_names_none(shared, airline, retail, order, tmp_path):
+    tools = shared + airline + retail
+    order.shuffle(tools)
+    path = tmp_path / RUN_NAME
+    path.write_text(json.dumps([tau_record(tools)]))
+    used = [name for name, only_there in (("airline", airline), ("retail", retail)) if only_there]
+    want = f"tau-bench/{used[0]}/15" if len(used) == 1 else "tau-bench/15"
+    assert only(load_trajectories(path)).task == want
+
+
 def test_tau2_user_requested_calls_carry_their_principal():
     run = only(load("tau2-bench", TAU2_RESULTS))
     assert run.id == "42d46cdf-fe16-41da-88ef-1db433d6ef9c" and run.source.run_id == "2025-08-10T02:44:06.511475"
