@@ -20,7 +20,10 @@ Mapping:
   blocks; otherwise the output is ``structuredContent`` when present, else the text blocks joined.
   A JSON-RPC ``error`` object ``{code, message}`` is an error ``"JSON-RPC <code>: <message>"``.
 - A response (or a bare ``CallToolResult``) whose request is not in the file counts in
-  ``Source.extra["unpaired_results"]``; a file with no request holds no tool call, which is an error.
+  ``Source.extra["unpaired_results"]``. A file with no request at all holds no run, which is an error:
+  one of responses alone (their calls were not captured), or with no JSON-RPC message (nothing with a
+  ``method``, ``result`` or ``error``). A session whose requests include no ``tools/call`` is a run
+  without calls.
 - **principal** — not in the protocol: the default principal. **verdict** — none.
 """
 
@@ -29,9 +32,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import Trajectory
 
-from ._build import Builder, error, ok, plural, require_calls, text_of
+from ._build import Builder, error, ok, plural, text_of
 from ._doc import Doc, read_json_or_lines
 from .base import Adapter, Probe, register_adapter
 
@@ -156,9 +160,14 @@ class MCPAdapter(Adapter):
     def load(self, path: Path) -> list[Trajectory]:
         roots = read_json_or_lines(path)
         builder = Builder()
-        _walk(_messages(roots), builder)
+        messages = _messages(roots)
+        _walk(messages, builder)
         field = roots[0].path
-        trajectory = builder.build(str(path), field, trajectory_id=path.stem, source_format=self.name)
-        unpaired = builder.unpaired_results
-        detail = f"{plural(unpaired, 'result')} without a tools/call request" if unpaired else "no tools/call request"
-        return require_calls([trajectory], str(path), field, detail)
+        if not any(isinstance(m.value.get("method"), str) for m in messages):
+            unpaired = builder.unpaired_results
+            if unpaired:
+                what = f"{plural(unpaired, 'result')} but no request (no tools/call was captured)"
+            else:
+                what = "no JSON-RPC message (nothing with a method, result or error)"
+            raise AdapterError(str(path), field, f"holds {what}; nothing to replay")
+        return [builder.build(str(path), field, trajectory_id=path.stem, source_format=self.name)]

@@ -29,8 +29,10 @@ SAMPLES = sorted(p for p in EXTERNAL.glob("*/*")
                  if p.parent.name != "agentdojo-runs" and p.name not in ("SOURCE.txt", ".gitattributes"))
 NO_TOOL_CALL = {
     "inspect/log_tool_call_error.json",  # only role=tool messages, no assistant tool_calls
-    "mcp/call-tool-result-response.json",  # a response without its request
-    "mcp/invalid-tool-input-error.json",  # a bare CallToolResult
+}
+NO_RUN = {  # a tool's result without the request that called it: no run to replay, which the file must not pass for
+    "mcp/call-tool-result-response.json": "holds 1 result but no request",  # a response without its request
+    "mcp/invalid-tool-input-error.json": "holds 1 result but no request",  # a bare CallToolResult
 }
 TAU2_RESULTS = "2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json"
 TAU2_SIMULATION = "a62a4510-a540-4d76-8e6e-026589c80fd6.json"
@@ -77,6 +79,11 @@ def test_detect_format_picks_the_adapter_of_every_sample(path):
 
 @pytest.mark.parametrize("path", SAMPLES, ids=rel)
 def test_every_sample_imports_and_a_run_without_tool_calls_is_still_a_run(path, tmp_path):
+    if rel(path) in NO_RUN:
+        with pytest.raises(AdapterError, match=NO_RUN[rel(path)]) as caught:
+            load_trajectories(path)
+        assert (caught.value.file, caught.value.field) == (str(path), "(root)")
+        return
     trajectories = load_trajectories(path)
     assert trajectories and all(t.source.format == path.parent.name for t in trajectories)
     if rel(path) in NO_TOOL_CALL:  # the agent called no tool: nothing to replay, but a run all the same
@@ -608,6 +615,49 @@ def test_mcp_every_tools_call_gets_its_own_answer_whatever_the_other_side_number
             status, text = want
             assert call.result.status == status
             assert (call.result.error if status == "error" else call.result.output) == text
+
+
+FOREIGN_KEYS = ["hello", "task_id", "traj", "reward", "info", "name", "id", "jsonrpc", "params", "content", "messages"]
+FOREIGN = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FOREIGN_KEYS), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize("fmt", ["mcp", "openai-responses"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.dictionaries(st.sampled_from(FOREIGN_KEYS), FOREIGN, max_size=4), min_size=1, max_size=4))
+def test_a_forced_format_refuses_a_file_with_nothing_of_its_own(fmt, entries, tmp_path):
+    """Objects with no JSON-RPC method, result or error and no Responses type or role (another benchmark's
+    records, say): bad input naming the file and the field, not a run without calls."""
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(entries))
+    with pytest.raises(AdapterError, match="nothing to replay") as caught:
+        load_trajectories(path, fmt)
+    assert (caught.value.file, caught.value.field) == (str(path), "(root)")
+
+
+def test_a_forced_format_refuses_another_benchmarks_file():
+    path = sample("tau-bench", "gpt-4o-airline.json")
+    for fmt, words in (("mcp", "holds no JSON-RPC message"), ("openai-responses", "holds no Responses item")):
+        with pytest.raises(AdapterError, match=words):
+            load_trajectories(path, fmt)
+
+
+def test_a_session_or_conversation_without_a_call_is_still_a_run(tmp_path):
+    session = write_jsonl(tmp_path / "session.jsonl", [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ])
+    conversation = tmp_path / "conversation.json"
+    conversation.write_text(json.dumps({"model": "gpt-4.1", "input": "hi", "output": [
+        {"type": "reasoning", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello"}]}]}))
+    for path, fmt in ((session, "mcp"), (conversation, "openai-responses")):
+        run = only(load_trajectories(path, fmt))
+        assert run.call_count() == 0 and run.source.format == fmt
 
 
 # -- OpenTelemetry -----------------------------------------------------------------------------------
