@@ -116,6 +116,24 @@ def pass_fail(reward: float) -> str:
     return "pass" if abs(reward - 1.0) <= 1e-6 else "fail"
 
 
+NAN_LABEL = "NaN"
+
+
+def reward_label(reward: float | None) -> str | None:
+    """The verdict of a tau-bench or tau2 reward: ``pass`` or ``fail``, and ``NaN`` for a NaN reward, which
+    the benchmarks write when they could not grade the run, so it is never a fail; none without a reward."""
+    if reward is None:
+        return None
+    return NAN_LABEL if math.isnan(reward) else pass_fail(reward)
+
+
+def reward_value(reward: float | None) -> float | str | None:
+    """The reward as ``Source.extra`` keeps it: JSON holds no NaN (kept as its label) and no infinity (none)."""
+    if reward is None or math.isinf(reward):
+        return None
+    return NAN_LABEL if math.isnan(reward) else reward
+
+
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 

@@ -17,12 +17,12 @@ Mapping:
 - **principal** — the task's ``user_id`` (``info.task.user_id``), the customer the agent acts for;
   the default principal when the record does not name one.
 - **verdict** — ``reward`` 1 → ``pass``, anything else → ``fail`` (the benchmark's task success, which
-  ``replay.scoring`` reads as safe / misuse); the raw reward is kept in ``Source.extra``.
+  ``replay.scoring`` reads as safe / misuse); a ``NaN`` reward is the label ``NaN``, never a fail, as in
+  :mod:`.tau2_bench`. The raw reward is kept in ``Source.extra``.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import DEFAULT_PRINCIPAL, Builder, pass_fail, plural, require_calls, task_key, verdict
+from ._build import DEFAULT_PRINCIPAL, Builder, plural, require_calls, reward_label, reward_value, task_key, verdict
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 from .openai_chat import walk_messages
@@ -113,8 +113,8 @@ def _trajectory(record: Doc, file: str, env: str | None) -> Trajectory:
         source_format="tau-bench",
         principal=_principal(record),
         task=task_key("tau-bench", env, task_id),
-        original=verdict(pass_fail(reward) if reward is not None else None),
-        extra={"reward": reward if reward is not None and math.isfinite(reward) else None, "trial": _raw(record, "trial")},
+        original=verdict(reward_label(reward)),
+        extra={"reward": reward_value(reward), "trial": _raw(record, "trial")},
     )
 
 

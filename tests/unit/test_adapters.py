@@ -305,6 +305,21 @@ def test_tau_bench_tools_of_one_environment_name_it_and_a_mix_names_none(shared,
     assert only(load_trajectories(path)).task == want
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reward=st.floats() | st.sampled_from([0, 1, 0.5, 1 - 1e-9, float("nan")]))
+def test_tau_bench_and_tau2_grade_a_reward_alike_and_a_nan_is_no_fail(reward, tmp_path):
+    """tau2 writes NaN when it could not grade a run, and a tau-bench results file can hold one too (json writes it)."""
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps([{**tau_record(["think"]), "reward": reward}]))
+    v2 = tmp_path / "v2.json"
+    v2.write_text(json.dumps({"id": "s", "task_id": "15", "messages": [], "reward_info": {"reward": reward}, "termination_reason": "user_stop"}))
+    first, second = only(load_trajectories(v1, "tau-bench")), only(load_trajectories(v2, "tau2-bench"))
+    assert first.original_verdict.label == second.original_verdict.label
+    assert first.source.extra["reward"] == second.source.extra["reward"]
+    if reward != reward:
+        assert first.original_verdict.label == "NaN" and first.source.extra["reward"] == "NaN"
+
+
 def test_tau2_user_requested_calls_carry_their_principal():
     run = only(load("tau2-bench", TAU2_RESULTS))
     assert run.id == "42d46cdf-fe16-41da-88ef-1db433d6ef9c" and run.source.run_id == "2025-08-10T02:44:06.511475"
