@@ -116,6 +116,24 @@ def pass_fail(reward: float) -> str:
     return "pass" if abs(reward - 1.0) <= 1e-6 else "fail"
 
 
+NAN_LABEL = "NaN"
+
+
+def reward_label(reward: float | None) -> str | None:
+    """The verdict of a tau-bench or tau2 reward: ``pass`` or ``fail``, and ``NaN`` for a NaN reward, which
+    the benchmarks write when they could not grade the run, so it is never a fail; none without a reward."""
+    if reward is None:
+        return None
+    return NAN_LABEL if math.isnan(reward) else pass_fail(reward)
+
+
+def reward_value(reward: float | None) -> float | str | None:
+    """The reward as ``Source.extra`` keeps it: JSON holds no NaN (kept as its label) and no infinity (none)."""
+    if reward is None or math.isinf(reward):
+        return None
+    return NAN_LABEL if math.isnan(reward) else reward
+
+
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
@@ -132,6 +150,7 @@ class Builder:
         self._pending: list[dict[str, Any]] = []
         self.unpaired_results = 0
         self.unparsed: dict[str, str] = {}
+        self.unread: dict[str, int] = {}
 
     def turn(self, text: str | None = None) -> None:
         self.turns.append({"text": text, "calls": []})
@@ -192,6 +211,10 @@ class Builder:
                 return index
         return None
 
+    def skip(self, kind: str) -> None:
+        """A block that looks like a call but cannot be read as one: counted, so that it is not lost unseen."""
+        self.unread[kind] = self.unread.get(kind, 0) + 1
+
     def call_count(self) -> int:
         return sum(len(turn["calls"]) for turn in self.turns)
 
@@ -202,6 +225,8 @@ class Builder:
             out["unparsed_arguments"] = dict(self.unparsed)
         if self.unpaired_results:
             out["unpaired_results"] = self.unpaired_results
+        if self.unread:
+            out["unread_blocks"] = dict(self.unread)
         return out
 
     def build(

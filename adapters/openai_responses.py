@@ -11,6 +11,9 @@ Mapping:
   no error flag for function outputs: one is an error when its text carries the benchmark's error
   convention, a text prefix — ``Error:`` by default; set ``OpenAIResponsesAdapter(error_prefixes=(...))``,
   or ``()`` to read every output as ok. An ``mcp_call`` with ``error`` is an error.
+- A file in which no item is a Responses item (a message, typed or a bare ``role`` and ``content``, or an
+  item of the API's kinds: ``function_call``, ``reasoning``, ``*_call``, ``*_call_output``, ``mcp_*``, ...)
+  is not a Responses conversation, which is an error; one whose items include no call is a run without calls.
 - **principal** — none in the format: the default. **verdict** — none.
 - **cassettes** — see :mod:`._cassette`. A request with ``previous_response_id`` continues the
   conversation of that recorded response. The OpenAI Agents SDK's ``/traces/ingest`` uploads in the
@@ -74,6 +77,21 @@ def _item(kind: str, role: str | None, item: Doc, builder: Builder, error_prefix
         builder.call(item.need("name").as_name(), item.opt("arguments"), item.id_at("id"), result=result)
     elif kind in _OUTPUTS:
         builder.result(item.id_at("call_id"), text_result(text_of(item.opt("output")), error_prefixes))
+
+
+_ROLES = ("user", "assistant", "system", "developer")
+
+
+def is_item(value: Any) -> bool:
+    """Whether a value is a Responses item at all (of any kind, read or not)."""
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if kind is None:
+        return value.get("role") in _ROLES
+    return isinstance(kind, str) and (
+        kind in ("message", "reasoning", "item_reference") or kind.endswith(("_call", "_call_output")) or kind.startswith("mcp_")
+    )
 
 
 def signature(item: Any) -> Any:
@@ -155,4 +173,6 @@ class OpenAIResponsesAdapter(Adapter):
                 items += list(root.need("output").elements())
         else:
             items, field = list(root.elements()), root
+        if not any(is_item(item.value) for item in items):
+            field.fail("holds no Responses item (no message, function_call or other item of the API); nothing to replay")
         return single_trajectory(root, field, path, RESPONSES, items, walk)

@@ -28,18 +28,16 @@ Mapping:
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import Builder, error, iso_seconds, ok, pass_fail, plural, require_calls, task_key, text_of, verdict
+from ._build import Builder, error, iso_seconds, ok, plural, require_calls, reward_label, reward_value, task_key, text_of, verdict
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
 USER = "user"
-NAN_LABEL = "NaN"
 _PREFIX = "Error:"
 _RESULTS = "results.json"
 _SIMULATIONS = "simulations"
@@ -94,9 +92,7 @@ def _reward(simulation: Doc) -> tuple[float | None, dict[str, Any]]:
     reward_doc = info.opt("reward")
     reward = reward_doc.as_number() if reward_doc is not None else None
     basis = info.value.get("reward_basis") if info.is_dict() else None
-    extra: dict[str, Any] = {"reward": reward if reward is not None and math.isfinite(reward) else None}
-    if reward is not None and math.isnan(reward):
-        extra["reward"] = NAN_LABEL
+    extra: dict[str, Any] = {"reward": reward_value(reward)}
     if isinstance(basis, list) and all(isinstance(b, str) for b in basis):
         extra["reward_basis"] = basis
     return reward, extra
@@ -115,10 +111,7 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
     builder = Builder()
     _walk(simulation.need("messages"), builder)
     reward, extra = _reward(simulation)
-    if reward is None:
-        label = None
-    else:
-        label = NAN_LABEL if math.isnan(reward) else pass_fail(reward)
+    label = reward_label(reward)
     for key in ("termination_reason", "trial"):
         value = simulation.value.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):

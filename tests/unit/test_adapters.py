@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from litmus_replay.adapters import DEFAULT_PRINCIPAL, adapter_names, detect_format, get_adapter, load_trajectories
 from litmus_replay.adapters.inspect_log import InspectAdapter, inspect_ai_available
@@ -28,8 +30,10 @@ SAMPLES = sorted(p for p in EXTERNAL.glob("*/*")
                  if p.parent.name != "agentdojo-runs" and p.name not in ("SOURCE.txt", ".gitattributes"))
 NO_TOOL_CALL = {
     "inspect/log_tool_call_error.json",  # only role=tool messages, no assistant tool_calls
-    "mcp/call-tool-result-response.json",  # a response without its request
-    "mcp/invalid-tool-input-error.json",  # a bare CallToolResult
+}
+NO_RUN = {  # a tool's result without the request that called it: no run to replay, which the file must not pass for
+    "mcp/call-tool-result-response.json": "holds 1 result but no request",  # a response without its request
+    "mcp/invalid-tool-input-error.json": "holds 1 result but no request",  # a bare CallToolResult
 }
 TAU2_RESULTS = "2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json"
 TAU2_SIMULATION = "a62a4510-a540-4d76-8e6e-026589c80fd6.json"
@@ -76,6 +80,11 @@ def test_detect_format_picks_the_adapter_of_every_sample(path):
 
 @pytest.mark.parametrize("path", SAMPLES, ids=rel)
 def test_every_sample_imports_and_a_run_without_tool_calls_is_still_a_run(path, tmp_path):
+    if rel(path) in NO_RUN:
+        with pytest.raises(AdapterError, match=NO_RUN[rel(path)]) as caught:
+            load_trajectories(path)
+        assert (caught.value.file, caught.value.field) == (str(path), "(root)")
+        return
     trajectories = load_trajectories(path)
     assert trajectories and all(t.source.format == path.parent.name for t in trajectories)
     if rel(path) in NO_TOOL_CALL:  # the agent called no tool: nothing to replay, but a run all the same
@@ -234,6 +243,84 @@ def test_tau_bench_repeated_ids_pair_by_position(tmp_path):
     assert len({c.id for c in repeated}) == 1
 
 
+def tau_record(tools: list[str]) -> dict:
+    """A tau-bench record whose agent calls ``tools``, one per turn."""
+    traj = [{"role": "system", "content": "policy"}, {"role": "user", "content": "hi"}]
+    for number, tool in enumerate(tools):
+        traj.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{number}", "type": "function", "function": {"name": tool, "arguments": "{}"}}]})
+        traj.append({"role": "tool", "tool_call_id": f"call_{number}", "name": tool, "content": "{}"})
+    return {"task_id": 15, "trial": 0, "reward": 1.0, "info": {"task": {"user_id": "u1", "actions": []}}, "traj": traj}
+
+
+RUN_NAME = "tool-calling-gpt-4o-0.0_range_0-50_user-gpt-4o-llm_1122153012.json"  # the name tau-bench's run.py writes
+
+
+def test_tau_bench_environment_named_by_the_path_does_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    """Records that use only tools both environments have: the path alone says which, however it is typed."""
+    folder = tmp_path / "results" / "airline"
+    folder.mkdir(parents=True)
+    (folder / RUN_NAME).write_text(json.dumps([tau_record(["get_user_details", "think"])]))
+    monkeypatch.chdir(tmp_path)
+    assert only(load_trajectories(Path("results/airline") / RUN_NAME)).task == "tau-bench/airline/15"
+    monkeypatch.chdir(folder)
+    assert only(load_trajectories(Path(RUN_NAME))).task == "tau-bench/airline/15"
+    assert only(load_trajectories(Path(".") / RUN_NAME)).task == "tau-bench/airline/15"
+
+
+def test_tau_bench_environment_is_read_from_the_tools_where_the_path_names_neither_or_both(tmp_path):
+    records = json.loads(sample("tau-bench", "gpt-4o-airline.json").read_text())  # the real airline record
+    derived = json.loads(json.dumps(records))  # derived: its reservation tools renamed to retail's order tools
+    renames = {"get_reservation_details": "get_order_details", "update_reservation_flights": "exchange_delivered_order_items"}
+    for message in derived[0]["traj"]:
+        for call in message.get("tool_calls") or []:
+            call["function"]["name"] = renames.get(call["function"]["name"], call["function"]["name"])
+    for folder in ("results", "airline-and-retail"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "first.json").write_text(json.dumps(records))
+        (tmp_path / folder / "second.json").write_text(json.dumps(derived))
+        assert only(load_trajectories(tmp_path / folder / "first.json")).task == "tau-bench/airline/15"
+        assert only(load_trajectories(tmp_path / folder / "second.json")).task == "tau-bench/retail/15"
+
+
+# Some of each environment's tools, as tau-bench names them (tau_bench/envs/<env>/tools).
+TAU_TOOLS = {
+    "shared": ["calculate", "get_user_details", "think", "transfer_to_human_agents"],
+    "airline": ["book_reservation", "cancel_reservation", "search_direct_flight", "update_reservation_flights"],
+    "retail": ["exchange_delivered_order_items", "find_user_id_by_email", "get_order_details", "return_delivered_order_items"],
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shared=st.lists(st.sampled_from(TAU_TOOLS["shared"]), max_size=3),
+       airline=st.lists(st.sampled_from(TAU_TOOLS["airline"]), max_size=3),
+       retail=st.lists(st.sampled_from(TAU_TOOLS["retail"]), max_size=3),
+       order=st.randoms(use_true_random=False))
+def test_tau_bench_tools_of_one_environment_name_it_and_a_mix_names_none(shared, airline, retail, order, tmp_path):
+    tools = shared + airline + retail
+    order.shuffle(tools)
+    path = tmp_path / RUN_NAME
+    path.write_text(json.dumps([tau_record(tools)]))
+    used = [name for name, only_there in (("airline", airline), ("retail", retail)) if only_there]
+    want = f"tau-bench/{used[0]}/15" if len(used) == 1 else "tau-bench/15"
+    assert only(load_trajectories(path)).task == want
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reward=st.floats() | st.sampled_from([0, 1, 0.5, 1 - 1e-9, float("nan")]))
+def test_tau_bench_and_tau2_grade_a_reward_alike_and_a_nan_is_no_fail(reward, tmp_path):
+    """tau2 writes NaN when it could not grade a run, and a tau-bench results file can hold one too (json writes it)."""
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps([{**tau_record(["think"]), "reward": reward}]))
+    v2 = tmp_path / "v2.json"
+    v2.write_text(json.dumps({"id": "s", "task_id": "15", "messages": [], "reward_info": {"reward": reward}, "termination_reason": "user_stop"}))
+    first, second = only(load_trajectories(v1, "tau-bench")), only(load_trajectories(v2, "tau2-bench"))
+    assert first.original_verdict.label == second.original_verdict.label
+    assert first.source.extra["reward"] == second.source.extra["reward"]
+    if reward != reward:
+        assert first.original_verdict.label == "NaN" and first.source.extra["reward"] == "NaN"
+
+
 def test_tau2_user_requested_calls_carry_their_principal():
     run = only(load("tau2-bench", TAU2_RESULTS))
     assert run.id == "42d46cdf-fe16-41da-88ef-1db433d6ef9c" and run.source.run_id == "2025-08-10T02:44:06.511475"
@@ -340,6 +427,75 @@ def test_anthropic_history_tool_result_and_is_error(tmp_path):
     assert (result.status, result.error) == ("error", "weather service down")
 
 
+def test_anthropic_mcp_connector_and_server_tool_results_in_the_assistant_message(tmp_path):
+    """The Messages API's MCP connector (mcp_tool_use / mcp_tool_result) and a server tool, each with its result
+    beside it in the assistant message, as the API returns them."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "Pay Bob"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+             "content": [{"type": "web_search_result", "url": "https://e.com", "title": "t", "encrypted_content": "..."}]},
+            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "transfer_funds", "server_name": "bank",
+             "input": {"from": "acc-alice", "to": "acc-bob", "amount": 5000}},
+            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": True, "content": [{"type": "text", "text": "limit"}]},
+            {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {"code": "1"}},
+            {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_2",
+             "content": {"type": "code_execution_tool_result_error", "error_code": "unavailable"}},
+            {"type": "text", "text": "Done."}]}]}
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    assert detect_format(path) == "anthropic"
+    search, transfer, code = calls(only(load_trajectories(path)))
+    assert (search.tool, search.result.status, search.result.output[0]["url"]) == ("web_search", "ok", "https://e.com")
+    assert (transfer.id, transfer.tool, transfer.arguments["amount"]) == ("mcptoolu_1", "transfer_funds", 5000)
+    assert (transfer.result.status, transfer.result.error) == ("error", "limit")
+    assert (code.result.status, code.result.error) == ("error", "unavailable")
+
+
+USE_TYPES = ["tool_use", "server_tool_use", "mcp_tool_use", "future_tool_use"]
+RESULT_TYPES = ["tool_result", "mcp_tool_result", "web_search_tool_result", "future_tool_result"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(blocks=st.lists(st.one_of(
+    st.tuples(st.just("use"), st.sampled_from(USE_TYPES), st.booleans(), st.sampled_from([None, "assistant", "user"]), st.sampled_from(RESULT_TYPES), st.booleans()),
+    st.tuples(st.just("other"), st.sampled_from(["thinking", "redacted_thinking", "image", "container_upload", "search_result"])),
+), max_size=8))
+def test_anthropic_no_tool_use_block_vanishes_and_every_result_pairs_wherever_it_sits(blocks, tmp_path):
+    """Blocks in any mix: each block whose type ends in tool_use is a call (or, an unknown type without a name,
+    counted as unread); each result, in the assistant message or the next user message, answers its call."""
+    assistant: list[dict] = []
+    user: list[dict] = []
+    want_calls, want_unread = [], 0
+    for number, spec in enumerate(blocks):
+        if spec[0] == "other":
+            assistant.append({"type": spec[1], "data": "x"})
+            continue
+        _, kind, named, where, result_kind, failed = spec
+        block = {"type": kind, "id": f"u{number}", "input": {"n": number}}
+        if named or kind != "future_tool_use":
+            block["name"] = f"tool{number}"
+        assistant.append(block)
+        if "name" not in block:
+            want_unread += 1
+            continue
+        want_calls.append((f"tool{number}", None if where is None else ("error" if failed else "ok")))
+        if where is not None:
+            result = {"type": result_kind, "tool_use_id": f"u{number}", "is_error": failed, "content": [{"type": "text", "text": f"r{number}"}]}
+            (assistant if where == "assistant" else user).append(result)
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": assistant + [{"type": "text", "text": "ok"}]}]
+    if user:
+        messages.append({"role": "user", "content": user})
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(messages))
+    run = only(load_trajectories(path, "anthropic"))
+    assert [(c.tool, c.result.status if c.result else None) for c in calls(run)] == want_calls
+    assert all(c.result.output == f"r{c.arguments['n']}" for c in calls(run) if c.result)
+    assert run.source.extra.get("unread_blocks", {}).get("future_tool_use", 0) == want_unread
+    assert "unpaired_results" not in run.source.extra
+
+
 # -- MCP ---------------------------------------------------------------------------------------------
 
 
@@ -378,6 +534,146 @@ def test_mcp_jsonl_is_error_rpc_error_and_reused_ids(tmp_path):
     first, second = calls(only(load_trajectories(path)))
     assert first.result.error.startswith("Invalid departure date: must be in the future.")
     assert (second.key, second.tool, second.result.error) == ("t2.c1", "book_flight", "JSON-RPC -32602: Unknown tool: book_flight")
+
+
+def write_jsonl(path: Path, lines: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def test_mcp_a_tools_call_result_is_kept_when_a_server_request_had_its_id(tmp_path):
+    """A client's tools/call and the server's ping or sampling request share ids: each side numbers its own."""
+    read = {"name": "read_file", "arguments": {"path": "/workspace/notes.md"}}
+    hello = {"content": [{"type": "text", "text": "hello"}], "isError": False}
+    ping_first = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": read},  # the id reused once answered
+        {"jsonrpc": "2.0", "id": 1, "result": hello},
+    ]
+    interleaved = [
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": read},
+        {"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 10}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"role": "assistant", "content": {"type": "text", "text": "a summary"}, "model": "m"}},
+        {"jsonrpc": "2.0", "id": 2, "result": hello},
+    ]
+    for name, lines in (("ping.jsonl", ping_first), ("session.jsonl", interleaved)):
+        run = only(load_trajectories(write_jsonl(tmp_path / name, lines)))
+        (call,) = calls(run)
+        assert (call.result.status, call.result.output) == ("ok", "hello"), name
+        assert "unpaired_results" not in run.source.extra
+    # An error has no shape: the sampling request's answer after it says whose it is; nothing after, and it is not the call's.
+    failed = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "disk gone"}}
+    decided = only(load_trajectories(write_jsonl(tmp_path / "decided.jsonl", [*interleaved[:2], failed, interleaved[2]])))
+    assert calls(decided)[0].result.error == "JSON-RPC -32603: disk gone"
+    undecided = only(load_trajectories(write_jsonl(tmp_path / "undecided.jsonl", [*interleaved[:2], failed])))
+    assert calls(undecided)[0].result is None
+
+
+MCP_IDS = [0, 1, 2]
+SERVER_RESULTS = {
+    "ping": {},
+    "sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "s"}, "model": "m"},
+    "roots/list": {"roots": []},
+    "elicitation/create": {"action": "decline"},
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mcp_every_tools_call_gets_its_own_answer_whatever_the_other_side_numbers(data, tmp_path):
+    """A valid session (no side reuses an id it is still waiting on), answers in any order: each tools/call's
+    recorded result is its own answer, or none when it was never answered. An error that came while a server
+    request of the same id waited may be either's: the call then has its own answer or none, never another's."""
+    lines: list[dict] = []
+    waiting: dict[tuple[str, int], str | int] = {}  # (side, id) -> the tools/call's number, or the method
+    expected: list[tuple[str, str] | None] = []
+    in_doubt: set[int] = set()
+    for _ in range(data.draw(st.integers(1, 14), label="steps")):
+        action = data.draw(st.sampled_from(["call", "server", "answer", "answer"] if waiting else ["call", "server"]))
+        if action == "answer":
+            side, rid = data.draw(st.sampled_from(sorted(waiting)), label="answered")
+            what = waiting.pop((side, rid))
+            if side == "server":
+                lines.append({"jsonrpc": "2.0", "id": rid, "result": SERVER_RESULTS[what]})
+                continue
+            how = data.draw(st.sampled_from(["ok", "isError", "rpc"]), label="outcome")
+            if how == "rpc":
+                lines.append({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": f"failed {what}"}})
+                expected[what] = ("error", f"JSON-RPC -32000: failed {what}")
+                if ("server", rid) in waiting:
+                    in_doubt.add(what)
+            else:
+                text = f"out {what}" if how == "ok" else f"failed {what}"
+                lines.append({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}], "isError": how == "isError"}})
+                expected[what] = ("ok", text) if how == "ok" else ("error", text)
+            continue
+        side = "client" if action == "call" else "server"
+        free = [rid for rid in MCP_IDS if (side, rid) not in waiting]
+        if not free:
+            continue
+        rid = data.draw(st.sampled_from(free), label="id")
+        if side == "client":
+            waiting[(side, rid)] = len(expected)
+            lines.append({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": f"tool{len(expected)}", "arguments": {}}})
+            expected.append(None)
+        else:
+            method = data.draw(st.sampled_from(sorted(SERVER_RESULTS)), label="method")
+            waiting[(side, rid)] = method
+            lines.append({"jsonrpc": "2.0", "id": rid, "method": method})
+    run = only(load_trajectories(write_jsonl(tmp_path / "session.jsonl", lines), "mcp"))
+    found = calls(run)
+    assert [c.tool for c in found] == [f"tool{n}" for n in range(len(expected))]
+    for number, (call, want) in enumerate(zip(found, expected)):
+        if want is None or (number in in_doubt and call.result is None):
+            assert call.result is None
+        else:
+            status, text = want
+            assert call.result.status == status
+            assert (call.result.error if status == "error" else call.result.output) == text
+
+
+FOREIGN_KEYS = ["hello", "task_id", "traj", "reward", "info", "name", "id", "jsonrpc", "params", "content", "messages"]
+FOREIGN = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FOREIGN_KEYS), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize("fmt", ["mcp", "openai-responses"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.dictionaries(st.sampled_from(FOREIGN_KEYS), FOREIGN, max_size=4), min_size=1, max_size=4))
+def test_a_forced_format_refuses_a_file_with_nothing_of_its_own(fmt, entries, tmp_path):
+    """Objects with no JSON-RPC method, result or error and no Responses type or role (another benchmark's
+    records, say): bad input naming the file and the field, not a run without calls."""
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(entries))
+    with pytest.raises(AdapterError, match="nothing to replay") as caught:
+        load_trajectories(path, fmt)
+    assert (caught.value.file, caught.value.field) == (str(path), "(root)")
+
+
+def test_a_forced_format_refuses_another_benchmarks_file():
+    path = sample("tau-bench", "gpt-4o-airline.json")
+    for fmt, words in (("mcp", "holds no JSON-RPC message"), ("openai-responses", "holds no Responses item")):
+        with pytest.raises(AdapterError, match=words):
+            load_trajectories(path, fmt)
+
+
+def test_a_session_or_conversation_without_a_call_is_still_a_run(tmp_path):
+    session = write_jsonl(tmp_path / "session.jsonl", [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ])
+    conversation = tmp_path / "conversation.json"
+    conversation.write_text(json.dumps({"model": "gpt-4.1", "input": "hi", "output": [
+        {"type": "reasoning", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello"}]}]}))
+    for path, fmt in ((session, "mcp"), (conversation, "openai-responses")):
+        run = only(load_trajectories(path, fmt))
+        assert run.call_count() == 0 and run.source.format == fmt
 
 
 # -- OpenTelemetry -----------------------------------------------------------------------------------
