@@ -19,6 +19,8 @@ Mapping:
 - **verdict** — ``reward`` 1 → ``pass``, anything else → ``fail`` (the benchmark's task success, which
   ``replay.scoring`` reads as safe / misuse); a ``NaN`` reward is the label ``NaN``, never a fail, as in
   :mod:`.tau2_bench`. The raw reward is kept in ``Source.extra``.
+- **cut short** — ``info.error`` (the exception tau-bench's ``run.py`` caught, a rate limit say, with an
+  empty ``traj``) marks the run ``incomplete``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Iterable
 from litmus_replay.replay.model import Trajectory
 
 from ._build import DEFAULT_PRINCIPAL, Builder, plural, require_calls, reward_label, reward_value, task_key, verdict
-from ._doc import Doc, read_json
+from ._doc import Doc, one_line, read_json
 from .base import Adapter, Probe, register_adapter
 from .openai_chat import walk_messages
 
@@ -106,7 +108,7 @@ def _trajectory(record: Doc, file: str, env: str | None) -> Trajectory:
     trial = record.id_at("trial")
     reward_doc = record.opt("reward")
     reward = reward_doc.as_number() if reward_doc is not None else None
-    return builder.build(
+    trajectory = builder.build(
         file,
         record.path,
         trajectory_id=f"task{task_id}-trial{trial if trial is not None else 0}",
@@ -116,6 +118,11 @@ def _trajectory(record: Doc, file: str, env: str | None) -> Trajectory:
         original=verdict(reward_label(reward)),
         extra={"reward": reward_value(reward), "trial": _raw(record, "trial")},
     )
+    info = record.value.get("info")
+    failure = info.get("error") if isinstance(info, dict) else None
+    if isinstance(failure, str) and failure.strip():  # run.py records the exception that ended the run
+        return trajectory.model_copy(update={"incomplete": f"error: {one_line(failure)}"})
+    return trajectory
 
 
 def _raw(record: Doc, key: str) -> int | str | None:

@@ -859,3 +859,16 @@ def test_chat_request_bodies_in_json_lines_are_a_run_each_plain_or_as_batch_api_
     path.write_text(json.dumps(body) + "\n" + json.dumps({"custom_id": "x", "body": {"model": "m"}}) + "\n")
     with pytest.raises(AdapterError, match=r"line 2.*messages"):
         get_adapter("openai-chat").load(path)
+
+
+def test_a_tau_bench_record_whose_run_raised_is_marked_incomplete(tmp_path):
+    source = next(path for path in sorted((EXTERNAL / "tau-bench").glob("*.json")))
+    records = json.loads(source.read_text())
+    records = records if isinstance(records, list) else [records]
+    assert all(run.incomplete is None for run in get_adapter("tau-bench").load(source))
+    crashed = {**records[0], "traj": [], "info": {**records[0]["info"], "error": "litellm.RateLimitError: 429",
+                                                   "traceback": "Traceback (most recent call last): ..."}}
+    (tmp_path / "airline-results.json").write_text(json.dumps([crashed, *records[1:]]))
+    loaded = get_adapter("tau-bench").load(tmp_path / "airline-results.json")
+    assert loaded[0].incomplete == "error: litellm.RateLimitError: 429" and loaded[0].call_count() == 0
+    assert all(run.incomplete is None for run in loaded[1:])
