@@ -236,6 +236,14 @@ def read_json(path: Path) -> Any:
     return parse_json(decode_text(read_bytes(path), str(path)), str(path))
 
 
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def read_json_or_lines(path: Path) -> list[Doc]:
     """The roots of one JSON document, or of JSON Lines (one root per non-blank line, path ``line N:``)."""
     file = str(path)
@@ -245,6 +253,8 @@ def read_json_or_lines(path: Path) -> list[Doc]:
     except (ValueError, RecursionError):
         pass
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    if len(lines) < 2:
-        return [Doc(parse_json(text, file), file)]  # raises, naming where the JSON breaks
+    if len(lines) < 2 or not _parses(lines[0][1]):
+        # one document (a pretty-printed one whose first line is no JSON of its own): raises, naming
+        # where the JSON breaks
+        return [Doc(parse_json(text, file), file)]
     return [Doc(parse_json(raw, file, line=number), file, f"line {number}:") for number, raw in lines]

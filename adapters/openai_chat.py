@@ -128,17 +128,19 @@ class OpenAIChatAdapter(Adapter):
             return True
         data = probe.json()
         if data is None:  # JSON Lines: one request body a line
-            body = _body(probe.first_line())
-            return isinstance(body, dict) and _has_function_calls(body.get("messages"))
-        messages = data.get("messages") if isinstance(data, dict) else data
+            data = probe.first_line()
+        body = _body(data)
+        messages = body.get("messages") if isinstance(body, dict) else body
         return _has_function_calls(messages) and not (isinstance(data, dict) and "suite_name" in data)
 
     def load(self, path: Path) -> list[Trajectory]:
-        if path.suffix.lower() not in (".yaml", ".yml"):
-            roots = read_json_or_lines(path)
-            if len(roots) > 1:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            root = read_document(path)
+        else:
+            roots = read_json_or_lines(path)  # one document, or JSON Lines
+            if len(roots) > 1 or path.suffix.lower() == ".jsonl" or _body(roots[0].value) is not roots[0].value:
                 return self._body_lines(roots, path)
-        root = read_document(path)
+            root = roots[0]
         if is_cassette(root):
             return cassette_trajectories(root, path, CHAT, _conversations, signature, self._walk)
         messages = root.need("messages") if root.is_dict() else root

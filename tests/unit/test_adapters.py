@@ -872,3 +872,24 @@ def test_a_tau_bench_record_whose_run_raised_is_marked_incomplete(tmp_path):
     loaded = get_adapter("tau-bench").load(tmp_path / "airline-results.json")
     assert loaded[0].incomplete == "error: litellm.RateLimitError: 429" and loaded[0].call_count() == 0
     assert all(run.incomplete is None for run in loaded[1:])
+
+
+def test_a_json_lines_file_of_one_request_body_is_read_as_json_lines(tmp_path):
+    batch_line = {"custom_id": "req-1", "method": "POST", "url": "/v1/chat/completions", "body": CALLED["openai-chat"]}
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps(batch_line) + "\n")
+    assert detect_format(one) == "openai-chat"
+    (run,) = load_trajectories(one)
+    assert run.id == "req-1" and [call.tool for _, call in run.calls()] == ["read_file"]
+    one.write_text(json.dumps(CALLED["openai-chat"]) + "\n")
+    assert [run.id for run in load_trajectories(one)] == ["one#1"]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "otel", "mcp"])
+def test_a_truncated_pretty_printed_document_is_diagnosed_where_it_breaks_not_as_json_lines(tmp_path, fmt):
+    text = json.dumps({**CALLED["openai-chat"], "metadata": METADATA}, indent=2)
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) // 2])
+    with pytest.raises(AdapterError) as caught:
+        get_adapter(fmt).load(path)
+    assert "line 1," not in str(caught.value) and "not valid JSON" in str(caught.value)
