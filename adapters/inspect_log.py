@@ -5,10 +5,12 @@ Named ``inspect_log`` so that nothing can mistake it for the standard library's 
 Reading: with ``inspect_ai`` importable, its own ``read_eval_log`` reads the file (it knows every log
 version); otherwise, and whenever asked, this module's reader does. Both hand the same sample
 dictionaries to one mapping, so the project never depends on ``inspect_ai``. Archive members compressed
-with zstd (ZIP method 93, inspect_ai's default since 0.3.206) are read with ``zstandard``. A file
-inspect_ai's reader refuses goes to this module's reader, which either reads it (inspect_ai's models are
-stricter about nulls than the logs some versions wrote) or says which field is wrong (a truncated
-archive, a damaged member, an argument of the wrong type) rather than repeating pydantic's report.
+with zstd (ZIP method 93, inspect_ai's default since 0.3.206) are read with ``zstandard``. A file whose
+values inspect_ai's models refuse goes to this module's reader, which either reads it (inspect_ai's
+models are stricter about nulls than the logs some versions wrote) or says which field is wrong (an
+argument of the wrong type) rather than repeating pydantic's report; a file inspect_ai cannot open for
+another reason is diagnosed by this module's reader (a truncated archive, a damaged member), and where
+that reader sees nothing wrong, inspect_ai's reason is the error.
 
 Order: samples come out sorted by epoch, then by sample id (numbers before text, numbers in numeric
 order), whichever reader is used and whatever order the archive stores them in; this is the order
@@ -47,6 +49,8 @@ import zipfile
 import zlib
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from litmus_replay.replay import limits
 from litmus_replay.replay.errors import AdapterError
@@ -143,10 +147,14 @@ def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
         log = read_eval_log(file, resolve_attachments=True)
         spec = log.eval.model_dump(mode="json", exclude_none=True)
         samples = [s.model_dump(mode="json", exclude_none=True) for s in (log.samples or [])]
-    except Exception:  # noqa: BLE001 - whatever inspect_ai raises, this module's reader decides
-        # It names the field that is wrong where the file is bad, and reads the file where inspect_ai is
-        # only stricter (a null metadata, a null score): a log is then read alike with or without it.
+    except ValidationError:
+        # inspect_ai's models refused a value: this module's reader names the field where the file is
+        # bad, and reads it where inspect_ai is only stricter (a null metadata, a null score), so a log
+        # is read alike with inspect_ai or without it
         return _read_own(path)
+    except Exception as exc:  # noqa: BLE001 - whatever else inspect_ai raises (a log version it does not know)
+        _read_own(path)  # says what is wrong with the file, when our reader sees it too
+        raise AdapterError(file, ROOT, one_line(f"inspect_ai cannot read this log: {type(exc).__name__}: {exc}")) from None
     return Doc(spec, file, "eval"), [Doc(s, file, f"samples[{i}]") for i, s in enumerate(samples)]
 
 
@@ -275,7 +283,9 @@ def _cut_short(sample: Doc) -> str | None:
     limit = sample.value.get("limit")
     if isinstance(limit, dict) and isinstance(limit.get("type"), str):
         value = limit.get("limit")
-        shown = f" ({value:g})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # a token limit of 1000000.0 reads 1000000, not 1e+06
+        shown = f" ({value})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
         return f"{limit['type']} limit reached{shown}"
     return None
 

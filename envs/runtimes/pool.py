@@ -11,7 +11,8 @@ use: the warm spare is started only for a key whose hosts are not kept (reuse of
 stopped when its world closed) — a key whose host is kept finds it idle next time — and a spare is never
 stopped unused: another key's world leaves it be, and a newer spare sends it idle for its own key. A
 caller that knows which keys its next worlds have may :meth:`~Pool.prepare` hosts for them, started
-together so their servers boot side by side while it works. A world's ``close`` is answered while the
+together so their servers boot side by side while it works. A new spare or prepared host may be sent a
+warm-up (its runtime builds and drops one of its worlds there), whose answer is read when it is taken. A world's ``close`` is answered while the
 caller goes on: the next world on that host reads the answer first, and a host that failed it is stopped.
 """
 
@@ -61,7 +62,9 @@ class Pool(Generic[H]):
         self._idle: list[tuple[Hashable, H]] = []
         self._spare: tuple[Hashable, H] | None = None
         self._unkept: set[Hashable] = set()  # keys whose last host was stopped when its world closed
-        self._closing: dict[int, Answer] = {}  # idle host -> its server's answer to ``close``, read when next taken
+        # idle host or spare -> the answer its server owes (a world's ``close``, a new host's warm-up), read
+        # when the host is next taken
+        self._closing: dict[int, Answer] = {}
         self._lock = threading.Lock()
         self.closed = False
 
@@ -105,7 +108,10 @@ class Pool(Generic[H]):
             return
         fresh = self._new_spare(key, warm)
         with self._lock:
-            self._spare, extra = fresh, self._spare
+            if self.closed:  # drained meanwhile: the spare is no longer the pool's to keep
+                fresh, extra = None, fresh
+            else:
+                self._spare, extra = fresh, self._spare
         if extra is not None:  # never used (another key's, or another thread's): it waits idle for its key
             self._keep_idle(*extra)
 
@@ -208,7 +214,12 @@ class Pool(Generic[H]):
     def _new(self, key: Hashable) -> H:
         host = self._start(key)
         with self._lock:
-            self._live[id(host)] = host
+            drained = self.closed  # drained from another thread while this host started: nobody would stop it
+            if not drained:
+                self._live[id(host)] = host
+        if drained:
+            self._stop(host)
+            raise EnvError("the runtime is closed")
         return host
 
     def give_back(self, key: Hashable, host: H) -> None:

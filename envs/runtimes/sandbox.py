@@ -546,11 +546,12 @@ class SandboxRuntime(Runtime):
         reads them; a sandbox whose server fails any of them hosts no world (as after a failed load)."""
         client = sandbox.client
         assert client is not None
-        timeout = self.options.start_timeout
-        return _WarmUp(sandbox, [client.send("hello", timeout=timeout),
-                                 client.send("load", timeout=timeout, spec=dict(spec), semantics=semantics,
+        # the hello waits for the server to boot; the load may take as long as the world's own would
+        loading = max(self.options.start_timeout, plan.call_timeout(self.options.call_timeout))
+        return _WarmUp(sandbox, [client.send("hello", timeout=self.options.start_timeout),
+                                 client.send("load", timeout=loading, spec=dict(spec), semantics=semantics,
                                              imports=list(plan.imports)),
-                                 client.send("close", timeout=timeout)])
+                                 client.send("close", timeout=loading)])
 
     def open_world(self, spec: Mapping[str, Any], semantics: Semantics) -> WorldHandle:
         return self._begin(spec, semantics).result()

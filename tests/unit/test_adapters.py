@@ -11,6 +11,7 @@ import json
 import sys
 import zipfile
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import yaml
@@ -781,8 +782,13 @@ def test_a_log_inspect_ai_refuses_is_read_or_diagnosed_by_the_own_reader(tmp_pat
     """With inspect_ai installed, a log its models refuse reads as without it, and a bad one names its field."""
     import types
 
+    from pydantic import BaseModel
+
+    class Message(BaseModel):
+        role: Literal["system"]
+
     def refuse(*_args, **_kwargs):
-        raise ValueError("4 validation errors for EvalLog samples.1.messages.1.function-wrap[_wrap()].role")
+        Message(role="assistant")  # raises ValidationError, as inspect_ai's EvalLog does
 
     fake = types.ModuleType("inspect_ai.log")
     fake.read_eval_log = refuse

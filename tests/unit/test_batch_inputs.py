@@ -125,6 +125,7 @@ def test_a_run_the_benchmark_recorded_as_cut_short_says_so_in_its_line_summary_a
     log = {"version": 2, "status": "error", "eval": {"task": "acme/notes", "run_id": "r1"}, "samples": [
         {"id": "a", "epoch": 1, "messages": replied, "error": {"message": "RuntimeError('model\nexploded')"}},
         {"id": "b", "epoch": 1, "messages": replied[:1], "limit": {"type": "message", "limit": 10}},
+        {"id": "d", "epoch": 1, "messages": replied[:1], "limit": {"type": "token", "limit": 1000000.0}},
         {"id": "c", "epoch": 1, "messages": replied}]}
     (tmp_path / "log.json").write_text(json.dumps(log))
     worlds = tmp_path / "worlds"
@@ -138,7 +139,8 @@ def test_a_run_the_benchmark_recorded_as_cut_short_says_so_in_its_line_summary_a
     assert lines["a_epoch_1"]["status"] == "ok"
     assert (lines["b_epoch_1"]["status"], lines["b_epoch_1"]["incomplete"]) == ("no_tool_calls", "message limit reached (10)")
     assert "incomplete" not in lines["c_epoch_1"]
-    assert summary["incomplete"] == ["a_epoch_1", "b_epoch_1"]
+    assert lines["d_epoch_1"]["incomplete"] == "token limit reached (1000000)"
+    assert summary["incomplete"] == ["a_epoch_1", "b_epoch_1", "d_epoch_1"]
     page = (out / lines["a_epoch_1"]["report"]).read_text()
     assert "cut short" in page and html.escape("RuntimeError('model exploded')") in page
 

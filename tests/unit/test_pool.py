@@ -275,3 +275,34 @@ def test_a_host_whose_server_failed_to_close_its_world_is_not_reused(made):
     pool.give_back("a", host)
     again = pool.take("a")
     assert again is not host and host.stopped
+
+
+def test_a_host_started_while_the_pool_is_drained_is_stopped_not_kept(made):
+    pool = _pool(made, idle=0, warm=True)
+    drained = []
+
+    def warm(key, host):  # the pool is drained from another thread while this spare is warmed
+        drained.extend(pool.drain())
+        return None
+
+    first = pool.take("a", warm)
+    spare = made[-1]
+    assert {id(host) for host in drained} == {id(first), id(spare)}  # the drainer stops them
+    assert pool._spare is None and not pool.hosts(), "the pool keeps nothing of its own"
+    with pytest.raises(EnvError, match="closed"):
+        pool.take("a")
+
+
+def test_a_host_whose_start_outlasts_the_drain_is_stopped_at_once():
+    pools: list[Pool] = []
+    started: list[FakeHost] = []
+
+    def start(key):
+        pools[0].drain()  # another thread drains the pool while this host boots
+        started.append(FakeHost(key))
+        return started[-1]
+
+    pools.append(Pool(start, lambda host: setattr(host, "stopped", True), idle=2))
+    with pytest.raises(EnvError, match="closed"):
+        pools[0].take("a")
+    assert started[0].stopped and not pools[0].hosts()
