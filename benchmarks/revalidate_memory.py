@@ -64,13 +64,17 @@ cpu_before = total_cpu()
 started = time.perf_counter()
 summary = batch.run_batch([corpus + "/runs"], corpus + "/worlds", out, runtime=runtime, jobs=jobs, **options)
 seconds = time.perf_counter() - started
-reap_orphans()  # env servers whose launcher ended first
-cpu_seconds = total_cpu() - cpu_before
 if client:
+    # the cluster's workers say their own CPU (and are this process's children until it closes, so the
+    # orphans are reaped only then; with --runtime sandbox their env servers' CPU is not counted)
+    cpu_seconds = total_cpu() - cpu_before
     worker_mb = max(client.run(peak).values())
     client.close()
     cluster.close()
+    reap_orphans()
 else:
+    reap_orphans()  # env servers whose launcher ended first
+    cpu_seconds = total_cpu() - cpu_before
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({"runs": summary["runs"], "seconds": seconds, "cpu": cpu_seconds, "batch_mb": peak(),
                   "worker_mb": worker_mb, "flagged": len(summary["over_penalised"]) + len(summary["under_penalised"])}))
