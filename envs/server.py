@@ -9,17 +9,13 @@ It imports only the standard library (and pyfakefs for stub file semantics), so 
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import importlib
 import os
-import platform
 import shutil
 import signal
-import socket
 import sys
-import tempfile
-import traceback
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
 
@@ -31,12 +27,21 @@ if TYPE_CHECKING:
 
 PR_CAPBSET_DROP = 24
 
-try:
-    from importlib.metadata import version as _dist_version
 
-    ENVS_VERSION = _dist_version("litmus-replay")
-except Exception:  # running from a bare mount of the package, without its metadata
-    ENVS_VERSION = "unknown"
+
+@lru_cache(maxsize=1)
+def envs_version() -> str:
+    """This package's distribution version, or ``unknown``. An isolated runtime starts the server without
+    site (``-S``) from a bare mount of the package, where no distribution metadata is on the path: it is
+    not looked for there (importing ``importlib.metadata`` alone costs a sandbox about 20 ms of CPU)."""
+    if sys.flags.no_site:
+        return "unknown"
+    try:
+        from importlib.metadata import version
+
+        return version("litmus-replay")
+    except Exception:  # a checkout without metadata
+        return "unknown"
 
 
 class WorldHost:
@@ -66,6 +71,8 @@ class WorldHost:
         except (EnvError, ValueError, KeyError, TypeError) as exc:
             reply.update(ok=False, error={"type": type(exc).__name__, "message": str(exc)})
         except Exception as exc:  # a domain bug: report it with its traceback, keep serving
+            import traceback
+
             reply.update(ok=False, error={"type": "InternalError", "message": f"{type(exc).__name__}: {exc}",
                                           "traceback": traceback.format_exc(limit=8)})
         return reply
@@ -73,8 +80,8 @@ class WorldHost:
     def op_hello(self, message: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "protocol": PROTOCOL_VERSION,
-            "envs_version": ENVS_VERSION,
-            "python": platform.python_version(),
+            "envs_version": envs_version(),
+            "python": "{}.{}.{}".format(*sys.version_info[:3]),
             "isolated": self.isolated,
             "shared_uid": self.shared_uid,
             "uid": os.getuid(),
@@ -176,6 +183,8 @@ def serve_connection(host: WorldHost, path: str) -> None:
 
     The server connects rather than listens, so the directory that carries the socket can be bound in
     read-only: nothing a world runs can create a file where the host would see it."""
+    import socket
+
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(path)
         with connection.makefile("rb") as reader, connection.makefile("wb") as writer:
@@ -200,6 +209,8 @@ def narrow_bounding_set() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="litmus_replay.envs.server", description="Host one world.")
     transport = parser.add_mutually_exclusive_group(required=True)
     transport.add_argument("--stdio", action="store_true", help="speak the protocol on stdin/stdout")
@@ -213,10 +224,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="a pids cgroup bounds this world's processes; uids here are shared with other worlds, "
                              "so RLIMIT_NPROC is not a per-world limit")
     args = parser.parse_args(argv)
-    own_root = args.world_root is None
-    world_root = args.world_root or Path(tempfile.mkdtemp(prefix="litmus-env-"))
     if args.switch_uid and args.shared_uid:
         parser.error("--switch-uid and --shared-uid exclude each other")
+    own_root = args.world_root is None
+    if own_root:
+        import tempfile
+
+        world_root = Path(tempfile.mkdtemp(prefix="litmus-env-"))
+    else:
+        world_root = args.world_root
     host = WorldHost(world_root, args.isolated, args.switch_uid, args.shared_uid, args.pids_cgroup)
     if os.getpid() == 1:
         # The namespace's init (the sandbox, a container): the kernel then drops every signal sent from
