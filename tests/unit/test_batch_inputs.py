@@ -86,16 +86,24 @@ ANTHROPIC_RUN = {  # a Messages request body: the format names no task
 }
 
 
+NOTES_WORLD = "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n"
+
+
+def _notes(root: Path) -> tuple[Path, Path]:
+    """A worlds directory serving ``acme/notes``, and the Anthropic run beside it."""
+    worlds = root / "worlds"
+    worlds.mkdir(exist_ok=True)
+    (worlds / "notes.yaml").write_text(NOTES_WORLD)
+    run = root / "messages.json"
+    run.write_text(json.dumps(ANTHROPIC_RUN))
+    return worlds, run
+
+
 def test_runs_whose_format_names_no_task_find_their_world_by_the_task_given(tmp_path):
     from litmus_replay.replay.cli import main
     from click.testing import CliRunner
 
-    worlds = tmp_path / "worlds"
-    worlds.mkdir()
-    (worlds / "notes.yaml").write_text(
-        "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n")
-    run = tmp_path / "messages.json"
-    run.write_text(json.dumps(ANTHROPIC_RUN))
+    worlds, run = _notes(tmp_path)
     runner = CliRunner()
     common = [str(run), "--worlds", str(worlds), "--runtime", "inprocess", "--jobs", "1", "--reports", "all"]
     without = runner.invoke(main, ["revalidate", *common, "--out", str(tmp_path / "without")])
@@ -146,12 +154,7 @@ def test_a_run_the_benchmark_recorded_as_cut_short_says_so_in_its_line_summary_a
 
 
 def test_a_page_made_later_replays_a_run_under_the_task_its_line_records_even_after_a_resume(tmp_path):
-    worlds = tmp_path / "worlds"
-    worlds.mkdir()
-    (worlds / "notes.yaml").write_text(
-        "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n")
-    run = tmp_path / "messages.json"
-    run.write_text(json.dumps(ANTHROPIC_RUN))
+    worlds, run = _notes(tmp_path)
     out = tmp_path / "out"
     batch.run_batch([run], worlds, out, runtime="inprocess", reports="all", task=" acme/notes ")
     batch.run_batch([run], worlds, out, runtime="inprocess", reports="all")  # resumed without --task: done already
@@ -166,9 +169,7 @@ def test_a_page_made_later_replays_a_run_under_the_task_its_line_records_even_af
 
 def test_one_run_in_three_inputs_of_the_same_file_name_keeps_three_lines_each_its_own(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # relative inputs, as typed: in1, in2 and m.json directly
-    worlds = _worlds(tmp_path)
-    (worlds / "notes.yaml").write_text(
-        "name: acme/notes\nworld: {principals: [alice], files: {tree: {/workspace/notes.txt: hello}}}\n")
+    worlds, _ = _notes(tmp_path)
     for where in ("in1", "in2", "."):
         Path(where).mkdir(exist_ok=True)
         text = json.dumps(ANTHROPIC_RUN).replace("/workspace/notes.txt", f"/workspace/from-{where.strip('.') or 'top'}.txt")

@@ -4,6 +4,7 @@ time, errors in their places; a server lost part way fails every later request, 
 from __future__ import annotations
 
 import fcntl
+from contextlib import contextmanager
 import subprocess
 import sys
 import threading
@@ -106,19 +107,25 @@ def test_requests_sent_at_once_answer_in_their_places_a_refused_one_included(ser
     assert answers[0] == answers[1] and answers[1][-1][1] == "MessageTooLarge"
 
 
+@contextmanager
+def scripted(script: str):
+    """A client on a child that runs ``script`` in place of an env server; the child is killed after."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        yield EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_server_lost_part_way_fails_every_later_request():
     # answers two requests, then exits with the rest unread
     script = ("import sys, json\n"
               "for _ in range(2):\n"
               "    m = json.loads(sys.stdin.readline())\n"
               "    sys.stdout.write(json.dumps({'id': m['id'], 'ok': True, 'result': m['op']}) + '\\n'); sys.stdout.flush()\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
-    try:
+    with scripted(script) as client:
         outcomes = list(client.pipeline("call", ({"request": {"n": i}} for i in range(6))))
-    finally:
-        proc.kill()
-        proc.wait()
     assert outcomes[:2] == ["call", "call"]
     assert all(isinstance(outcome, ServerGone) for outcome in outcomes[2:]) and len(outcomes) == 6
     assert client.broken
@@ -134,15 +141,10 @@ def test_replies_that_arrive_together_are_each_held_to_the_limit_not_their_sum(m
               "sys.stdout.write(''.join(json.dumps({'id': i, 'ok': True, 'result': 'r' * 6000}) + '\\n' for i in ids))\n"
               "sys.stdout.flush()\n"
               "sys.stdin.read()\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
-    try:
+    with scripted(script) as client:
         replies = [client.send("call", request={"n": i}) for i in range(3)]
         assert [len(reply.result()) for reply in replies] == [6000] * 3
         assert not client.broken
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_a_reply_over_the_limit_breaks_the_connection(monkeypatch):
@@ -151,15 +153,10 @@ def test_a_reply_over_the_limit_breaks_the_connection(monkeypatch):
               "m = json.loads(sys.stdin.readline())\n"
               "sys.stdout.write(json.dumps({'id': m['id'], 'ok': True, 'result': 'r' * 20000}) + '\\n'); sys.stdout.flush()\n"
               "sys.stdin.read()\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=10)
-    try:
+    with scripted(script) as client:
         with pytest.raises(ServerGone, match="oversized"):
             client.request("call", request={})
         assert client.broken
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_a_pipe_that_holds_one_page_never_blocks_both_ends(server):
