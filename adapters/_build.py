@@ -134,6 +134,12 @@ def reward_value(reward: float | None) -> float | str | None:
     return NAN_LABEL if math.isnan(reward) else reward
 
 
+def recorded_error(value: Any) -> str | None:
+    """How a run the benchmark saw raise is marked ``incomplete``: ``error: <its message>``; None when the
+    benchmark recorded no error (a null, an empty string)."""
+    return f"error: {one_line(value)}" if isinstance(value, str) and value.strip() else None
+
+
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
@@ -241,6 +247,7 @@ class Builder:
         original: OriginalVerdict | None = None,
         run_id: str | None = None,
         extra: dict[str, Any] | None = None,
+        incomplete: str | None = None,
     ) -> Trajectory:
         data = {
             "id": trajectory_id or "(no id)",
@@ -248,6 +255,7 @@ class Builder:
             "principal": principal or DEFAULT_PRINCIPAL,
             "turns": self.turns,
             "original_verdict": original.model_dump() if original else None,
+            "incomplete": incomplete,
             "source": {
                 "format": source_format,
                 "path": file,

@@ -27,8 +27,8 @@ from typing import Any
 
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import Builder, error, ok, require_calls, task_key, walk_chat_messages
-from ._doc import Doc, one_line, read_json
+from ._build import Builder, error, ok, recorded_error, require_calls, task_key, walk_chat_messages
+from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
 _KEYS = {"suite_name", "user_task_id", "messages"}
@@ -89,8 +89,6 @@ class AgentDojoAdapter(Adapter):
             original=original_verdict(root),
             run_id=root.str_at("pipeline_name"),
             extra=_extra(root),
+            incomplete=recorded_error(root.value.get("error")),  # the pipeline raised: the run stopped there
         )
-        failure = root.value.get("error")
-        if isinstance(failure, str) and failure.strip():  # the pipeline raised: the run stopped there
-            trajectory = trajectory.model_copy(update={"incomplete": f"error: {one_line(failure)}"})
         return require_calls([trajectory], root.file, messages.path)

@@ -56,7 +56,7 @@ from litmus_replay.replay import limits
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, require_calls, walk_chat_messages
+from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, recorded_error, require_calls, walk_chat_messages
 from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes
 from ._zip import MemberError, MemberTooLarge, read_member
 from .base import Adapter, Probe, register_adapter
@@ -269,17 +269,17 @@ def _trajectory(sample: Doc, spec: Doc, mark: float = DEFAULT_PASS_MARK) -> Traj
         original=OriginalVerdict(label=label) if label else None,
         run_id=spec.str_at("run_id"),
         extra=extra,
+        incomplete=_cut_short(sample),
     )
-    update = {"ambient_session": _meta_text(meta, "ambient_session"), "incomplete": _cut_short(sample)}
-    update = {key: value for key, value in update.items() if value}
-    return trajectory.model_copy(update=update) if update else trajectory
+    session = _meta_text(meta, "ambient_session")
+    return trajectory.model_copy(update={"ambient_session": session}) if session else trajectory
 
 
 def _cut_short(sample: Doc) -> str | None:
     """How inspect_ai recorded the sample ending early: its error, or the limit it reached."""
     failure = sample.value.get("error")
-    if isinstance(failure, dict) and isinstance(failure.get("message"), str) and failure["message"].strip():
-        return f"error: {one_line(failure['message'])}"
+    if isinstance(failure, dict) and (error := recorded_error(failure.get("message"))):
+        return error
     limit = sample.value.get("limit")
     if isinstance(limit, dict) and isinstance(limit.get("type"), str):
         value = limit.get("limit")

@@ -116,7 +116,8 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
         value = simulation.value.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             extra[key] = value
-    trajectory = builder.build(
+    reason = extra.get("termination_reason")
+    return builder.build(
         file,
         simulation.path,
         trajectory_id=simulation.id_at("id") or simulation.id_at("task_id") or "simulation",
@@ -125,11 +126,8 @@ def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | No
         original=verdict(label),
         run_id=run_id,
         extra=extra,
+        incomplete=f"terminated: {reason}" if isinstance(reason, str) and reason not in FINISHED else None,
     )
-    reason = extra.get("termination_reason")
-    if isinstance(reason, str) and reason not in FINISHED:
-        return trajectory.model_copy(update={"incomplete": f"terminated: {reason}"})
-    return trajectory
 
 
 # How a simulation ends when one side closed the conversation; tau2's other reasons (max_steps,

@@ -32,8 +32,9 @@ from typing import Any, Iterable
 
 from litmus_replay.replay.model import Trajectory
 
-from ._build import DEFAULT_PRINCIPAL, Builder, plural, require_calls, reward_label, reward_value, task_key, verdict
-from ._doc import Doc, one_line, read_json
+from ._build import (DEFAULT_PRINCIPAL, Builder, plural, recorded_error, require_calls, reward_label, reward_value,
+                     task_key, verdict)
+from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 from .openai_chat import walk_messages
 
@@ -108,7 +109,8 @@ def _trajectory(record: Doc, file: str, env: str | None) -> Trajectory:
     trial = record.id_at("trial")
     reward_doc = record.opt("reward")
     reward = reward_doc.as_number() if reward_doc is not None else None
-    trajectory = builder.build(
+    info = record.value.get("info")
+    return builder.build(
         file,
         record.path,
         trajectory_id=f"task{task_id}-trial{trial if trial is not None else 0}",
@@ -117,12 +119,9 @@ def _trajectory(record: Doc, file: str, env: str | None) -> Trajectory:
         task=task_key("tau-bench", env, task_id),
         original=verdict(reward_label(reward)),
         extra={"reward": reward_value(reward), "trial": _raw(record, "trial")},
+        # run.py records the exception that ended the run
+        incomplete=recorded_error(info.get("error") if isinstance(info, dict) else None),
     )
-    info = record.value.get("info")
-    failure = info.get("error") if isinstance(info, dict) else None
-    if isinstance(failure, str) and failure.strip():  # run.py records the exception that ended the run
-        return trajectory.model_copy(update={"incomplete": f"error: {one_line(failure)}"})
-    return trajectory
 
 
 def _raw(record: Doc, key: str) -> int | str | None:

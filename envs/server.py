@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 PR_CAPBSET_DROP = 24
 
 
-
 @lru_cache(maxsize=1)
 def envs_version() -> str:
     """This package's distribution version, or ``unknown``. An isolated runtime starts the server without

@@ -979,7 +979,7 @@ def run_batch(
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
         writer = ResultsFile(results_path, Summary())
-        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, task), indent=2) + "\n")
+        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
     except OSError as exc:
         found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
@@ -1074,8 +1074,8 @@ class _RuntimeCheck:
         return self._notice
 
 
-def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str, task: str | None) -> dict[str, Any]:
+def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str) -> dict[str, Any]:
     """What a page made later needs to replay a run as this batch did; run files are relative to ``base``."""
     return {"batch": "litmus-replay.revalidate", "version": SUMMARY_VERSION, "base": os.getcwd(),
             "worlds": str(Path(worlds_dir).resolve()) if worlds_dir is not None else None, "format": fmt,
-            "runtime": runtime, "task": task}
+            "runtime": runtime}

@@ -72,8 +72,9 @@ class RunIndex:
         it keeps. Only an id given unqualified can change, when a later file repeats it. No two runs are
         ever given one id."""
         with self._lock:
-            seen = repeated_in_file or self._taken(trajectory_id) or self._db.execute(
-                "SELECT 1 FROM found WHERE trajectory = ? LIMIT 1", (trajectory_id,)).fetchone() is not None
+            seen = repeated_in_file or self._db.execute(
+                "SELECT 1 FROM found WHERE trajectory = ? LIMIT 1", (trajectory_id,)).fetchone() is not None \
+                or self._taken(trajectory_id)
             early = self._unused(trajectory_id, place, file, position, repeated_in_file) if seen else trajectory_id
             cursor = self._db.execute(
                 "INSERT INTO found (file, place, position, trajectory, offset, length, early) VALUES (?,?,?,?,?,?,?)",

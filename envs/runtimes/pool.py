@@ -12,8 +12,9 @@ stopped when its world closed) — a key whose host is kept finds it idle next t
 stopped unused: another key's world leaves it be, and a newer spare sends it idle for its own key. A
 caller that knows which keys its next worlds have may :meth:`~Pool.prepare` hosts for them, started
 together so their servers boot side by side while it works. A new spare or prepared host may be sent a
-warm-up (its runtime builds and drops one of its worlds there), whose answer is read when it is taken. A world's ``close`` is answered while the
-caller goes on: the next world on that host reads the answer first, and a host that failed it is stopped.
+warm-up (its runtime builds and drops one of its worlds there), whose answer is read when it is taken.
+A world's ``close`` is answered while the caller goes on: the next world on that host reads the answer
+first, and a host that failed it is stopped.
 """
 
 from __future__ import annotations

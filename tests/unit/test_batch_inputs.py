@@ -119,7 +119,7 @@ def test_runs_whose_format_names_no_task_find_their_world_by_the_task_given(tmp_
     page = out / line["report"]
     written = page.read_bytes()
     page.unlink()
-    assert batch.write_run_page(out, line["run"], runtime="inprocess") == page  # the task is in batch.json
+    assert batch.write_run_page(out, line["run"], runtime="inprocess") == page  # the task is in its line
     assert page.read_bytes() == written
 
     empty = runner.invoke(main, ["revalidate", *common, "--task", " ", "--out", str(tmp_path / "empty")])
