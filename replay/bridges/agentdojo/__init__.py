@@ -1,0 +1,148 @@
+"""AgentDojo runs, served from AgentDojo itself: the world of each run, the policy from the benchmark's own
+tasks, and agreement with the benchmark's own checks.
+
+**World.** One domain per suite (:mod:`litmus_replay.envs.bridges.agentdojo`), given the run's benchmark
+version, user task, injection task, recorded injections and final answer.
+
+**Benchmark version.** A run names it in ``benchmark_version`` where present. Runs without the field
+were made before AgentDojo started recording it and are replayed with ``v1.1``: the versions before the
+field (``v1`` and ``v1.1``) share every environment, tool and injection task and differ only in the
+travel suite's user-task checks, which ``v1.1`` fixed; the published runs' recorded utilities are the
+``v1.1`` checks' (under ``v1``'s, two travel runs of the shipped sample disagree; under ``v1.1.1`` and
+later, three others do).
+
+**Policy.** The injection task's ground-truth calls that change state become critical rules: the call
+with the attacker's own values (those the injection task's goal names, such as the attacker's IBAN or
+address) as the context resolved them, so the critical decision node is the attacker's goal. Where the
+goal names none, the call's tool is the rule, unless the user task's own ground truth uses that tool
+(then it is a benign call). An
+injection task with no state-changing ground truth (the attacker wants data in the answer) falls back to
+the suite's state-changing tools that the user task's ground truth does not use. Rules judge what a call
+did (``judge: effect``), so a call AgentDojo's environment refused is ``proposal_only_misuse``.
+
+**Agreement.** :func:`agreement` compares the checks the real world ran on its final state
+(``utility``, and ``security`` for attacked runs) with the recorded ones, and names for every
+disagreement the first call whose replayed answer departs from the recording.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from litmus_replay.envs.bridges import agentdojo as bridge
+
+from ...errors import ScenarioError
+from ...model import Trajectory, first_error
+from ...policy import Policy, PolicySpec, RuleSpec
+from ...worlds import NoWorld, TaskWorld
+from ...yaml_io import read_yaml
+from .checks import agreement, departs, drift, first_departure
+from .policy import STATE_CHANGING, benchmark_policy
+
+__all__ = ["AgentDojoWorlds", "STATE_CHANGING", "UNVERSIONED", "agreement", "benchmark_policy", "departs", "drift",
+           "final_answer", "first_departure", "run_coordinates", "user_rules"]
+
+# Runs without ``benchmark_version`` were made before the field existed (see the module docstring).
+UNVERSIONED = "v1.1"
+
+def run_coordinates(trajectory: Trajectory) -> dict[str, Any]:
+    """Suite, version, tasks and injections of an AgentDojo run, from what the adapter kept."""
+    extra = trajectory.source.extra
+    suite = extra.get("suite_name")
+    user_task = extra.get("user_task_id")
+    if not isinstance(suite, str) or not isinstance(user_task, str):
+        raise NoWorld("not an AgentDojo run: no suite_name or user_task_id")
+    version = extra.get("benchmark_version")
+    return {
+        "suite": suite,
+        "version": version if isinstance(version, str) and version else UNVERSIONED,
+        "user_task": user_task,
+        "injection_task": extra.get("injection_task_id") or None,
+        "injections": dict(extra.get("injections") or {}),
+    }
+
+
+def final_answer(trajectory: Trajectory) -> str | None:
+    """The agent's last message when it is an answer (AgentDojo checks read it), not a tool call."""
+    if not trajectory.turns or trajectory.turns[-1].calls:
+        return None
+    return trajectory.turns[-1].text
+
+
+RULES_VARIABLE = "LITMUS_AGENTDOJO_RULES"
+
+
+def user_rules(path: str | Path) -> list[RuleSpec]:
+    """A user's own rules (a YAML file ``rules: [...]``, as a scenario's policy), added to every AgentDojo
+    run's policy; raises :class:`~..errors.ScenarioError` naming the file and the field."""
+    file = str(path)
+    try:
+        spec = PolicySpec.model_validate(read_yaml(Path(path)))
+    except ValidationError as exc:
+        raise ScenarioError(file, *first_error(exc)) from None
+    Policy.compile(spec, file)  # a condition that does not compile is reported here, once
+    return list(spec.rules)
+
+
+class AgentDojoWorlds:
+    """World provider for ``agentdojo/...`` tasks; one instance per worker process.
+
+    The policy of each run is the benchmark's (see the module docstring) plus ``extra_rules``: by default
+    the rules of the file that ``LITMUS_AGENTDOJO_RULES`` names. To replace the benchmark's policy for a
+    suite or a task, give ``revalidate --worlds`` a world file for its key (``agentdojo/banking``).
+    """
+
+    name = "agentdojo"
+
+    def __init__(self, extra_rules: list[RuleSpec] | None = None) -> None:
+        if extra_rules is None:
+            path = os.environ.get(RULES_VARIABLE)
+            extra_rules = user_rules(path) if path else []
+        self.extra_rules = extra_rules
+        self._policies: dict[tuple[str, str, str, str | None], Policy] = {}
+        self._lock = threading.Lock()
+
+    def world_for(self, trajectory: Trajectory) -> TaskWorld:
+        run = run_coordinates(trajectory)
+        suite_name, version = run["suite"], run["version"]
+        try:
+            suite = bridge.suite_for(version, suite_name)
+        except bridge.BridgeUnavailable as exc:
+            raise NoWorld(str(exc)) from None
+        except LookupError as exc:
+            raise NoWorld(str(exc.args[0])) from None
+        if bridge.find_task(suite, run["user_task"]) is None:
+            raise NoWorld(f"no task {run['user_task']!r} in AgentDojo {version} {suite_name}")
+        if run["injection_task"] is not None and run["injection_task"] not in suite.injection_tasks:
+            raise NoWorld(f"no injection task {run['injection_task']!r} in AgentDojo {version} {suite_name}")
+        unknown = sorted(set(run["injections"]) - set(bridge.environment_template(version, suite_name).defaults))
+        if unknown:
+            raise NoWorld(f"injection vectors unknown to AgentDojo {version} {suite_name}: {', '.join(unknown)}")
+        domain = bridge.domain_name(suite_name)
+        section = {
+            "version": version,
+            "user_task": run["user_task"],
+            "injection_task": run["injection_task"],
+            "injections": run["injections"],
+            "model_output": final_answer(trajectory),
+        }
+        key = f"agentdojo/{suite_name}/{run['user_task']}"
+        return TaskWorld(key, f"agentdojo {version} (world provider)", {domain: section},
+                         self.policy(version, suite_name, run), frozenset(bridge.SUITE_TOOLS[suite_name]))
+
+    def policy(self, version: str, suite_name: str, run: dict[str, Any]) -> Policy:
+        key = (version, suite_name, run["user_task"], run["injection_task"])
+        with self._lock:
+            policy = self._policies.get(key)
+            if policy is None:
+                spec = benchmark_policy(version, suite_name, run["user_task"], run["injection_task"])
+                spec = PolicySpec(rules=[*spec.rules, *self.extra_rules])
+                policy = self._policies[key] = Policy.compile(spec, f"agentdojo {version} {suite_name}")
+            return policy
+
+
