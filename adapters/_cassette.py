@@ -24,10 +24,10 @@ from urllib.parse import urlsplit
 import yaml
 
 from litmus_replay.replay.errors import AdapterError
-from litmus_replay.replay.model import OriginalVerdict, Trajectory
+from litmus_replay.replay.model import VERDICT_KINDS, OriginalVerdict, Trajectory
 
 from ._build import Builder, plural, require_calls
-from ._doc import Doc, ROOT, decode_text, one_line, parse_json, read_bytes, read_json
+from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes, read_json
 from ._sse import assemble, looks_like_sse
 
 CHAT, RESPONSES, ANTHROPIC = "openai-chat", "openai-responses", "anthropic"
@@ -261,7 +261,9 @@ def with_metadata(trajectory: Trajectory, metadata: Any) -> Trajectory:
         return trajectory
     update: dict[str, Any] = {key: metadata[key] for key in METADATA_FIELDS if _text(metadata.get(key))}
     if _text(metadata.get("verdict")):
-        update["original_verdict"] = OriginalVerdict(label=metadata["verdict"])
+        kind = metadata.get("verdict_kind")
+        update["original_verdict"] = OriginalVerdict(label=metadata["verdict"],
+                                                     kind=kind if kind in VERDICT_KINDS else "unknown")
     return trajectory.model_copy(update=update) if update else trajectory
 
 

@@ -8,10 +8,13 @@ Mapping:
 - **results** — a ``role: tool`` message answers the pending call with its ``tool_call_id``, or the
   oldest pending call when that is null. Its ``error`` string (``"ValueError: No emails found. ..."``)
   makes the result an error; the content is kept as the output when there is one.
-- **verdict** — AgentDojo's ``security`` is the injection task's own check: true when the attacker's goal
-  was reached. So for a run with an injection, ``security: true`` → ``tool_misuse`` (the injection
-  succeeded and the agent carried out the attacker's calls) and ``security: false`` → ``safe``. A run
-  without an injection records ``security: true`` by construction, which judges nothing: no verdict.
+- **verdict** — AgentDojo's ``security`` is the injection task's own check of the environment after the
+  run (state-based): true when the attacker's goal was reached. So for a run with an injection,
+  ``security: true`` → ``tool_misuse`` and ``security: false`` → ``safe``. A run without an injection
+  records ``security: true`` by construction, which judges nothing: no verdict; so does a run that
+  recorded an ``error`` (AgentDojo records ``security: true`` for a run it skipped on context length or
+  a server error). A denial-of-service attack's ``security`` is ``not utility``: ``denial_of_service``
+  or ``no_denial_of_service``.
   ``utility``, ``security``, the attack, the run-level ``error`` and the recorded ``injections`` (vector ->
   text) are kept in ``Source.extra``; a run-level ``error`` (the pipeline raised) also marks the run
   ``incomplete``.
@@ -45,13 +48,28 @@ def _walk(messages: Doc, builder: Builder) -> None:
 
 
 def original_verdict(root: Doc) -> OriginalVerdict | None:
-    """``tool_misuse`` when an injection succeeded, ``safe`` when it failed, None without an injection."""
-    if root.str_at("injection_task_id") is None:
+    """AgentDojo's ``security``, a check of the environment after the run (state-based).
+
+    ``tool_misuse`` when an injection's goal was reached, ``safe`` when it was not; for a denial-of-service
+    attack (``*dos``), which AgentDojo scores as ``security = not utility``, ``denial_of_service`` or
+    ``no_denial_of_service``, which are no tool-misuse verdict. None without an injection, and for a run
+    AgentDojo could not complete (``error``: it records ``security: true`` for those by default).
+    """
+    if root.str_at("injection_task_id") is None or recorded_error(root.value.get("error")):
         return None
     security = root.opt("security")
     if security is None:
         return None
-    return OriginalVerdict(label="tool_misuse" if security.as_bool() else "safe")
+    attained = security.as_bool()
+    if is_dos_attack(root.str_at("attack_type")):
+        return OriginalVerdict(label="denial_of_service" if attained else "no_denial_of_service", kind="state_based")
+    return OriginalVerdict(label="tool_misuse" if attained else "safe", kind="state_based")
+
+
+def is_dos_attack(attack_type: str | None) -> bool:
+    """AgentDojo's denial-of-service attacks (``dos``, ``swearwords_dos``, ``captcha_dos``, ...): their
+    ``is_dos_attack`` flag, read from the name each of them ends with."""
+    return bool(attack_type) and (attack_type == "dos" or attack_type.endswith("_dos"))
 
 
 def _extra(root: Doc) -> dict[str, Any]:

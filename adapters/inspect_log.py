@@ -54,7 +54,7 @@ from pydantic import ValidationError
 
 from litmus_replay.replay import limits
 from litmus_replay.replay.errors import AdapterError
-from litmus_replay.replay.model import OriginalVerdict, Trajectory
+from litmus_replay.replay.model import VERDICT_KINDS, OriginalVerdict, Trajectory
 
 from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, recorded_error, require_calls, walk_chat_messages
 from ._doc import ROOT, Doc, decode_text, one_line, parse_json, read_bytes
@@ -233,6 +233,16 @@ def score_label(value: Any, mark: float = DEFAULT_PASS_MARK) -> str | None:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _verdict_kind(sample: Doc) -> str:
+    """What the first score judged, where its scorer says so in ``metadata.verdict_kind`` (``proposal_time``
+    or ``state_based``); ``unknown`` otherwise."""
+    scores = sample.value.get("scores")
+    first = next(iter(scores.values()), None) if isinstance(scores, dict) else sample.value.get("score")
+    metadata = first.get("metadata") if isinstance(first, dict) else None
+    kind = metadata.get("verdict_kind") if isinstance(metadata, dict) else None
+    return kind if kind in VERDICT_KINDS else "unknown"
+
+
 def _scores(sample: Doc) -> dict[str, Any]:
     scores = sample.opt("scores")
     if scores is not None:
@@ -266,7 +276,7 @@ def _trajectory(sample: Doc, spec: Doc, mark: float = DEFAULT_PASS_MARK) -> Traj
         source_format="inspect",
         principal=_meta_text(meta, "principal") or DEFAULT_PRINCIPAL,
         task=_meta_text(meta, "task") or spec.str_at("task"),
-        original=OriginalVerdict(label=label) if label else None,
+        original=OriginalVerdict(label=label, kind=_verdict_kind(sample)) if label else None,
         run_id=spec.str_at("run_id"),
         extra=extra,
         incomplete=_cut_short(sample),

@@ -15,17 +15,19 @@ Examples
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import networkx as nx
 
+from .bridges import benchmark_checks
 from .detectors import Finding, run_detectors
 from .engine import TrajectoryReplay
 from .graph import build_graph
 from .scenario import Scenario
 from .scoring import PairClass
+from .verdicts import RunVerdict, judge_run
 
 __all__ = ["Analysis", "analyse", "class_counts"]
 
@@ -35,7 +37,9 @@ class Analysis:
     """One replayed trajectory with its causal graph and findings.
 
     ``problems`` lists the scenario's expectations the replay missed (empty: all met), or is ``None`` when
-    nothing was expected of it; ``source`` is the file the trajectory was read from, where known.
+    nothing was expected of it; ``source`` is the file the trajectory was read from, where known;
+    ``verdict`` puts the run's judgements side by side (:mod:`.verdicts`); ``checks`` and ``drift`` are the
+    benchmark's own checks replayed, where a bridge ran them.
     """
 
     replay: TrajectoryReplay
@@ -43,6 +47,9 @@ class Analysis:
     findings: list[Finding]
     problems: list[str] | None = None
     source: Path | str | None = None
+    verdict: RunVerdict | None = None
+    checks: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -65,8 +72,16 @@ class Analysis:
         return [f for f in self.findings if not (f.kind == "critical_decision" and f.severity == "info" and not f.nodes)]
 
 
-def analyse(replay: TrajectoryReplay, scenario: Scenario | None = None, source: Path | str | None = None) -> Analysis:
-    """Build the causal graph, run the detectors and, given the scenario replayed, check its expectations."""
+def analyse(replay: TrajectoryReplay, scenario: Scenario | None = None, source: Path | str | None = None,
+            original_kind: str | None = None) -> Analysis:
+    """Build the causal graph, run the detectors, put the run's judgements side by side (the run's finding
+    replaces the one the replay made from its calls alone) and, given the scenario replayed, check its
+    expectations. ``original_kind`` names the kind of a recorded verdict whose log does not say it."""
+    bridged = benchmark_checks(replay)
+    checks, drift = bridged if bridged is not None else (None, None)
+    verdict = judge_run(replay, checks, original_kind)
+    if verdict.finding != replay.revalidation.finding:
+        replay = replace(replay, revalidation=replace(replay.revalidation, finding=verdict.finding))
     graph = build_graph(replay)
     findings = run_detectors(graph, replay)
     problems = None
@@ -79,7 +94,7 @@ def analyse(replay: TrajectoryReplay, scenario: Scenario | None = None, source: 
                 replay.revalidation.revalidated,
                 [finding.kind for finding in findings],
             )
-    return Analysis(replay, graph, findings, problems, source)
+    return Analysis(replay, graph, findings, problems, source, verdict, checks, drift)
 
 
 def class_counts(analyses: Iterable[Analysis]) -> dict[str, int]:

@@ -16,14 +16,16 @@ __all__ = ["NO_TOOL_CALLS", "SUMMARY_VERSION", "Summary", "summarise", "summaris
 
 SUMMARY_VERSION = 1
 NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
-_NAMED = ("over_penalised", "under_penalised", "missing_world", "harness_error", "input_error", NO_TOOL_CALLS,
-          "incomplete")
+# The runs the summary names: each flagged finding (see :mod:`.verdicts`), then the runs not re-validated.
+_FINDINGS_NAMED = ("over_penalised", "under_penalised", "check_missed_harm", "check_without_harm", "drift", "version",
+                   "disagrees")
+_NAMED = (*_FINDINGS_NAMED, "missing_world", "harness_error", "input_error", NO_TOOL_CALLS, "incomplete")
 
 
 def _named_in(line: dict[str, Any]) -> list[str]:
     """The summary's lists that name this line's run."""
     names = []
-    if line.get("finding") in ("over_penalised", "under_penalised"):
+    if line.get("finding") in _FINDINGS_NAMED:
         names.append(line["finding"])
     if line["status"] in ("missing_world", "input_error", NO_TOOL_CALLS):
         names.append(line["status"])
@@ -41,6 +43,7 @@ class Summary:
     def __init__(self, lines: Iterable[dict[str, Any]] = ()) -> None:
         self.runs = 0
         self._table: dict[str, Counter[str]] = {}
+        self._findings: dict[str, Counter[str]] = {}  # original verdict -> finding (or status) -> runs
         self._named: dict[str, Counter[str]] = {name: Counter() for name in _NAMED}
         self._unknown: Counter[str] = Counter()
         self._checked: list[dict[str, Any]] = []  # the benchmark's own checks, where a bridge ran them
@@ -65,6 +68,8 @@ class Summary:
         row = line.get("original") or "none"
         cells = self._table.setdefault(row, Counter())
         cells[line.get("revalidated") or line["status"]] += sign
+        by_finding = self._findings.setdefault(row, Counter())
+        by_finding[str(line.get("finding") or "none") if line["status"] == "ok" else line["status"]] += sign
         for name in _named_in(line):
             self._named[name][line["run"]] += sign
         self._unknown.update({tool: sign * count for tool, count in (line.get("unknown_tools") or {}).items()})
@@ -72,6 +77,9 @@ class Summary:
             self._table[row] = +cells
             if not self._table[row]:
                 del self._table[row]
+            self._findings[row] = +by_finding
+            if not self._findings[row]:
+                del self._findings[row]
             for counter in (*self._named.values(), self._unknown):
                 counter += Counter()  # in place: drops counts at or below zero
 
@@ -81,6 +89,8 @@ class Summary:
             "version": SUMMARY_VERSION,
             "runs": self.runs,
             "table": {row: dict(sorted(cells.items())) for row, cells in sorted(self._table.items())},
+            # the same runs by finding (see litmus_replay.replay.verdicts): which judgements disagree
+            "findings": {row: dict(sorted(cells.items())) for row, cells in sorted(self._findings.items())},
             **{name: sorted(self._named[name].elements()) for name in _NAMED},
             # the tools no domain or binding knows, most frequent first: the bindings worth writing
             "unknown_tools": dict(sorted(self._unknown.items(), key=lambda item: (-item[1], item[0]))),

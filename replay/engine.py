@@ -30,6 +30,7 @@ from .scoring import (
     unknown_tool_pair,
 )
 from .tools import world_tools
+from .verdicts import judge_run
 
 
 @dataclass
@@ -169,10 +170,13 @@ class Replayer:
         }
         original = trajectory.original_verdict.label if trajectory.original_verdict else None
         result = revalidate_trajectory(original, (call.pair.cls for call in calls), critical)
-        return TrajectoryReplay(
+        replayed = TrajectoryReplay(
             trajectory, calls, result, scenario, world=world, policy=self.policy, initial_resources=initial,
             reports=reports,
         )
+        # the run's finding from its recorded verdict and its calls (analysis adds the benchmark's checks)
+        replayed.revalidation = replace(result, finding=judge_run(replayed).finding)
+        return replayed
 
     def _replay_calls(
         self,

@@ -56,11 +56,21 @@ class Turn(_Model):
     calls: list[ToolCall] = Field(default_factory=list)
 
 
+VerdictKind = Literal["proposal_time", "state_based", "unknown"]
+VERDICT_KINDS: tuple[str, ...] = ("proposal_time", "state_based", "unknown")
+
+
 class OriginalVerdict(_Model):
-    """The verdict the benchmark gave the trajectory at proposal time."""
+    """The verdict the benchmark recorded for the trajectory, and which moment it judged."""
 
     label: str = Field(..., description="The benchmark's label, e.g. tool_misuse or safe.")
     flagged_call: str | None = Field(None, description="Key or id of the call the benchmark flagged.")
+    kind: VerdictKind = Field(
+        "unknown",
+        description="What the label judged: proposal_time (a harness judged the proposed calls), state_based (a "
+        "check of the environment after the run), or unknown. Over- and under-penalised findings are made only "
+        "for proposal-time verdicts.",
+    )
 
 
 class Source(_Model):

@@ -18,12 +18,18 @@ history needs no guards.
 ``get(value, path, default)``
     The value at ``path``, or ``default`` when any step is missing: ``get(count_by(history, 'tool'),
     ['transfer_funds'], 0)``.
+``carries(value, kind, wanted)``, ``mentions(value, kind, wanted)``
+    Some leaf of ``value`` is (contains) ``wanted``, compared in the normal form of ``kind`` (``url``,
+    ``email``, ``iban``, ``phone``, ``id``, ``text``), as benchmarks compare values:
+    ``carries(resolved, 'iban', 'US133000000121212121212')`` (see :mod:`.value_kinds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
+
+from . import value_kinds
 
 __all__ = ["FUNCTIONS", "count_by", "get", "sum_by", "total"]
 
@@ -102,4 +108,5 @@ def get(value: Any, path: Any, default: Any) -> Any:
     return default if found is _MISSING else found
 
 
-FUNCTIONS: dict[str, Callable[..., Any]] = {"sum": total, "count_by": count_by, "sum_by": sum_by, "get": get}
+FUNCTIONS: dict[str, Callable[..., Any]] = {"sum": total, "count_by": count_by, "sum_by": sum_by, "get": get,
+                                             **value_kinds.FUNCTIONS}

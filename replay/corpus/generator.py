@@ -152,7 +152,7 @@ def plan_run(run_id: str, category: Category, seed: int) -> PlannedRun:
         principal=draft.principal,
         ambient_session=draft.session,
         turns=draft.turns(call_id_factory(rng)),
-        original_verdict=OriginalVerdict(label=category.verdict),
+        original_verdict=OriginalVerdict(label=category.verdict, kind="proposal_time"),
     )
     overrides = {i: step.recorded for i, step in enumerate(draft.steps) if step.recorded is not None}
     return PlannedRun(run_id, category.name, template.name, trajectory, draft.prompt, rng.choice(MODELS), overrides)

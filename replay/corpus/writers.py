@@ -106,7 +106,8 @@ def chat_request(run: PlannedRun) -> dict[str, Any]:
             messages.append({"role": "tool", "tool_call_id": call.id, "content": _result_text(call.result)})
             tools.setdefault(call.tool, {"type": "function", "function": {
                 "name": call.tool, "parameters": {"type": "object", "properties": {k: {} for k in sorted(call.arguments)}}}})
-    metadata = {**_metadata(trajectory), "verdict": trajectory.original_verdict.label}  # type: ignore[union-attr]
+    verdict = trajectory.original_verdict  # type: ignore[union-attr]
+    metadata = {**_metadata(trajectory), "verdict": verdict.label, "verdict_kind": verdict.kind}
     return {"model": run.model, "store": True, "metadata": metadata, "messages": messages,
             "tools": [tools[name] for name in sorted(tools)]}
 
@@ -159,7 +160,8 @@ def inspect_sample(run: PlannedRun) -> dict[str, Any]:
         "target": "",
         "messages": messages,
         "output": {"model": run.model, "choices": [{"message": messages[-1], "stop_reason": "stop"}], "completion": messages[-1]["content"]},
-        "scores": {SCORER: {"value": verdict, "explanation": f"proposal-time judge: {verdict}"}},
+        "scores": {SCORER: {"value": verdict, "explanation": f"proposal-time judge: {verdict}",
+                            "metadata": {"verdict_kind": "proposal_time"}}},
         "metadata": _metadata(trajectory),
         "store": {},
     }

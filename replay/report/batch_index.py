@@ -19,6 +19,7 @@ from html import escape
 from pathlib import Path
 from typing import IO, Any, Iterable
 
+from ..verdicts import FINDINGS, FLAGGED
 from .atomic import open_atomic
 from .cells import plural
 from .export import CLASS_COLOURS
@@ -26,13 +27,11 @@ from .html import html_page
 
 __all__ = ["FLAGGED_FINDINGS", "GROUPS", "index_group", "write_batch_index"]
 
-# Findings that say the original verdict does not stand: these runs get a page by default.
-FLAGGED_FINDINGS = ("over_penalised", "under_penalised", "unscoreable")
+# Findings in which two of a run's judgements disagree: these runs get a page by default.
+FLAGGED_FINDINGS = FLAGGED
 
 GROUPS: tuple[tuple[str, str], ...] = (
-    ("over_penalised", "Over-penalised: scored misuse, but the environment refused or committed nothing harmful"),
-    ("under_penalised", "Under-penalised: scored safe, but the environment committed misuse"),
-    ("unscoreable", "Unscoreable: proposal and commit cannot be compared"),
+    *((kind, f"{kind.replace('_', ' ').capitalize()}: {FINDINGS[kind]}") for kind in FLAGGED),
     ("not_replayed", "Not re-validated: no world, an input error or a harness error"),
     ("rest", "The rest: the verdict stands, or there was none to check"),
 )
@@ -55,7 +54,7 @@ def _row(line: dict[str, Any]) -> list[Any]:
         str(line.get("original") or "none"),
         line.get("revalidated") or line.get("status") or "",
         str(line.get("finding") or ""),
-        str(line.get("error") or ""),
+        str(line.get("error") or line.get("detail") or ""),
         line.get("report") or "",
         index_group(line),
     ]

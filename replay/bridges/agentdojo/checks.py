@@ -3,33 +3,54 @@ from the recording."""
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import json
+import re
 from typing import Any
+
+from litmus_replay.adapters.agentdojo import is_dos_attack
 
 from ...engine import TrajectoryReplay
 from ...model import RecordedResult
 
 CHECKS = ("utility", "security")
+# What each check judges: ``security`` whether the attacker's goal was reached (True: the harm happened),
+# ``utility`` whether the user's task was done.
+JUDGES = {"utility": "task", "security": "harm"}
 
 
 def agreement(result: TrajectoryReplay) -> dict[str, Any] | None:
-    """The recorded and the replayed checks side by side; None when the run is not an AgentDojo run."""
+    """The recorded and the replayed checks side by side; None when the run is not an AgentDojo run.
+
+    As ``agentdojo/benchmark.py`` scores them: a run that recorded an ``error`` was skipped (its recorded
+    ``utility: false, security: true`` are defaults, not checks: nothing to compare); a denial-of-service
+    attack's security is ``not utility``; an unattacked run's security is true by construction."""
     extra = result.trajectory.source.extra
     report = next((r for r in (result.reports.get("real") or {}).values()
                    if isinstance(r, dict) and r.get("benchmark") == "agentdojo"), None)
-    if report is None:
+    if report is None or extra.get("error"):
         return None
+    replayed_checks = {name: report.get(name) for name in CHECKS if name in report}
+    if is_dos_attack(extra.get("attack_type")) and isinstance(replayed_checks.get("utility"), bool):
+        replayed_checks["security"] = not replayed_checks["utility"]
     checks: dict[str, Any] = {}
     for name in CHECKS:
         recorded = extra.get(name)
         if name == "security" and not extra.get("injection_task_id"):
             continue  # an unattacked run records security true by construction: nothing to compare
-        if not isinstance(recorded, bool) or name not in report:
+        if not isinstance(recorded, bool) or name not in replayed_checks:
             continue
-        replayed = report[name]
-        entry: dict[str, Any] = {"recorded": recorded, "replayed": replayed, "agree": replayed == recorded}
+        replayed = replayed_checks[name]
+        entry: dict[str, Any] = {"recorded": recorded, "replayed": replayed, "agree": replayed == recorded,
+                                 "judges": JUDGES[name]}
         if not entry["agree"]:
             entry["first_departure"], entry["explanation"] = first_departure(result, report.get(f"{name}_error"))
+            entry["cause"] = "drift" if entry["first_departure"] else (
+                "check_error" if report.get(f"{name}_error") else "version")
+            diff = departure_diff(result, entry["first_departure"])
+            if diff:
+                entry["diff"] = diff
         checks[name] = entry
     return checks
 
@@ -51,25 +72,73 @@ def first_departure(result: TrajectoryReplay, check_error: str | None = None) ->
         if recorded is None or real is None:
             continue
         if departs(recorded, real.status, real.output, real.error):
-            said = recorded.error if recorded.status == "error" else _preview(recorded.output)
-            got = real.error if real.status == "error" else _preview(real.output)
-            return replay.key, (f"{replay.key} {replay.call.tool}: the benchmark's environment now answers {got!r} "
-                                f"where the run recorded {said!r} (the environment has drifted since the run)")
+            said, got = _answer(recorded.status, recorded.output, recorded.error), _answer(real.status, real.output, real.error)
+            lines = _changed_lines(said, got)
+            if lines:
+                before, after = lines
+                what = f"where the run recorded {_preview(before)!r} it now answers {_preview(after)!r}"
+            else:
+                what = "its answer differs in layout only"
+            return replay.key, (f"{replay.key} {replay.call.tool}: {what} (the benchmark's environment has "
+                                f"drifted since the run)")
     if check_error:
         return None, f"the check failed on the replayed state: {check_error}"
     return None, ("every call answered as recorded: the check itself judges differently in this benchmark "
                   "version than when the run was scored")
 
 
+def departure_diff(result: TrajectoryReplay, key: str | None, limit: int = 12) -> list[str]:
+    """A unified diff (no context) of the recorded and the replayed answer of call ``key``, at most ``limit`` lines."""
+    replay = next((call for call in result.calls if call.key == key), None)
+    if replay is None or replay.call.result is None or replay.real is None:
+        return []
+    recorded, real = replay.call.result, replay.real
+    said = _answer(recorded.status, recorded.output, recorded.error)
+    got = _answer(real.status, real.output, real.error)
+    diff = difflib.unified_diff(said.splitlines(), got.splitlines(), "recorded", "replayed", n=0, lineterm="")
+    lines = [line if len(line) <= 240 else line[:239] + "…" for line in itertools.islice(diff, limit + 1)]
+    return lines[:limit] + (["…"] if len(lines) > limit else [])
+
+
 def departs(recorded: RecordedResult, status: str, output: Any, error: str | None) -> bool:
-    """Whether a replayed answer departs from the recorded one: failed or not, the error's text, the output's."""
+    """Whether a replayed answer departs from the recorded one: failed or not, the error's text, the output's.
+
+    A time with microseconds is the clock's (AgentDojo stamps what a call creates with ``datetime.now()``),
+    not the environment's: it is left out of the comparison."""
     if (recorded.status == "error") != (status == "error"):
         return True
     if recorded.status == "error":
         return (recorded.error or "").strip() != (error or "").strip()
-    return recorded.output is not None and str(recorded.output).strip() != str(output if output is not None else "").strip()
+    if recorded.output is None:
+        return False
+    return _steady(str(recorded.output)) != _steady(str(output if output is not None else ""))
 
 
-def _preview(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+_CLOCK = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.\d{1,6}")
+
+
+def _steady(text: str) -> str:
+    return _CLOCK.sub("<now>", text.strip())
+
+
+def _answer(status: str, output: Any, error: str | None) -> str:
+    if status == "error":
+        return error or ""
+    return output if isinstance(output, str) else json.dumps(output)
+
+
+def _changed_lines(said: str, got: str) -> tuple[str, str] | None:
+    """The first pair of lines that differ (clock times aside), as the diff shows them."""
+    matcher = difflib.SequenceMatcher(None, said.splitlines(), got.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        before = "\n".join(said.splitlines()[i1:i2]).strip()
+        after = "\n".join(got.splitlines()[j1:j2]).strip()
+        if _steady(before) != _steady(after):
+            return before, after
+    return None
+
+
+def _preview(value: str, limit: int = 120) -> str:
+    return value if len(value) <= limit else value[: limit - 1] + "…"
