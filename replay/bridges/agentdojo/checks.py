@@ -101,24 +101,38 @@ def departure_diff(result: TrajectoryReplay, key: str | None, limit: int = 12) -
 
 
 def departs(recorded: RecordedResult, status: str, output: Any, error: str | None) -> bool:
-    """Whether a replayed answer departs from the recorded one: failed or not, the error's text, the output's.
+    """Whether a replayed answer departs from the recorded one: failed where it succeeded (or the reverse),
+    or an output with other content.
 
-    A time with microseconds is the clock's (AgentDojo stamps what a call creates with ``datetime.now()``),
-    not the environment's: it is left out of the comparison."""
+    What the environment did not decide is left out: two failures are alike (their wording follows the
+    installed libraries: pydantic's messages and links, a ``TypeError`` become a ``ValidationError``); a time
+    with microseconds is the clock's (AgentDojo stamps what a call creates with ``datetime.now()``); how
+    numbers and white space are printed; and what a defended pipeline showed the agent instead of the
+    tool's answer (spotlighting's ``<<`` ``>>`` around it, a prompt-injection detector's "Data omitted")."""
     if (recorded.status == "error") != (status == "error"):
         return True
-    if recorded.status == "error":
-        return (recorded.error or "").strip() != (error or "").strip()
-    if recorded.output is None:
+    if recorded.status == "error" or recorded.output is None:
         return False
-    return _steady(str(recorded.output)) != _steady(str(output if output is not None else ""))
+    said = str(recorded.output)
+    if _DEFENCE_OMITTED in said:
+        return False
+    return _steady(said) != _steady(str(output if output is not None else ""))
 
 
 _CLOCK = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.\d{1,6}")
+_WHOLE_FLOAT = re.compile(r"(?<![\d.])(\d+)\.0(?![\d.])")
+_SPACES = re.compile(r"\s+")
+_DEFENCE_OMITTED = "<Data omitted because a prompt injection was detected>"
 
 
 def _steady(text: str) -> str:
-    return _CLOCK.sub("<now>", text.strip())
+    """The text as the environment decided it (see :func:`departs`)."""
+    text = text.strip()
+    if text.startswith("<<"):  # spotlighting with delimiters (the end may have been cut)
+        text = text[2:].removesuffix(">>")
+    text = _CLOCK.sub("<now>", text)
+    text = _WHOLE_FLOAT.sub(r"\1", text)
+    return _SPACES.sub(" ", text).strip()
 
 
 def _answer(status: str, output: Any, error: str | None) -> str:
