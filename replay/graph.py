@@ -4,8 +4,12 @@ One node per call, keyed by its positional key (``t2.c1``), plus a ``world`` nod
 initial state. Edges, each with its evidence:
 
 ``data``
-    an argument value, or a piece of one (a token, a number, a path component, a decoded base64 or
-    URL-encoded piece), that an earlier call's output or argument carried, with the span.
+    an argument value, or a piece of one, that an earlier call's output or argument carried, with the
+    span. Edges link *values*, not words: identifiers, addresses, accounts, amounts and other numbers of
+    some substance, paths (and their prefixes and suffixes), URLs, dates and times, whole values (a
+    whole leaf, a line or a keyed value of a text output), and what URL- or base64-decoding reveals.
+    A plain word inside prose is never followed; a plain word of an argument that is a short expression
+    (``name=Globex``) is followed only to a whole value that equals it.
 ``state``
     a call read or depended on a resource an earlier call wrote (in the real or the stub world), or one
     the world's initial state held.
@@ -16,7 +20,9 @@ initial state. Edges, each with its evidence:
 Short identifiers (a record id ``7``, an account ``B2``) are too common to follow as words, but an
 argument whose whole value is one is followed to an earlier output whose whole value it equals under a
 related key (``id`` feeds ``id`` or ``record_id``): an id only the recorded output produced is followed
-whatever its length.
+whatever its length. A text output holding JSON (``'{"id": "7"}'``, a list of such objects) is parsed,
+within a size cap, and its leaves count with their keys as a structured output's would; so do the
+``key: value`` lines of a YAML-like text output for a short identifier.
 
 Building is close to linear in the trajectory's size: outputs and arguments are tokenised once into an
 index from token to its latest source, and each argument's tokens are looked up, never compared pairwise.
@@ -35,6 +41,7 @@ import base64
 import binascii
 import functools
 import gc
+import json
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -60,10 +67,27 @@ WORLD_NODE = "world"
 EDGE_KINDS = ("data", "state", "divergence")
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_@.\-+]*")
+# A token with a digit, an @, an underscore, a dot between two characters, or a lower-to-upper case step
+# (an id such as ``AcmeCorp``) looks like a value; a plain word does not.
+_VALUE_LIKE = re.compile(r"[0-9@_]|\w\.\w|[a-z][A-Z]")
+# The words of a text that look like values, found in one pass (the lookahead tests the word's own
+# characters), so that the many plain words of prose cost no Python work. A word starts after a
+# character that is not a letter or digit, or after an escape (``\n``) in a text that kept them.
+_VALUE_WORD = re.compile(
+    r"[A-Za-z0-9](?:(?<![A-Za-z0-9\\][A-Za-z0-9])|(?<=\\[nrt][A-Za-z0-9]))"
+    r"(?:(?<=[0-9])|(?=[A-Za-z0-9_@.+\-]*?(?:[0-9@_]|(?<=[A-Za-z0-9])\.[A-Za-z0-9]|(?<=[a-z])[A-Z])))"
+    r"[A-Za-z0-9_@.+\-]*"
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]{}|\\^`]+")
+_PATH = re.compile(r"/[\w.~+%@\-]+(?:/[\w.~+%@\-]+)*/?")  # from its first separator: see _paths
+_PATH_HEAD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~-")
+_TIME = re.compile(r"\d(?<![\d:]\d)\d?:\d\d(?::\d\d)?(?![\d:])")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 _MIN_TOKEN = 3
 _NUMBER = re.compile(r"\d+")
 _MAX_WHOLE = 512
+_MAX_PLAIN_WORDS = 2  # an argument of at most this many words (``name=Globex``) is an expression, not prose
+_MAX_JSON = 65536  # text results longer than this are not parsed as JSON
 _STOP = frozenset(
     "the and for with this that from into you your are was were has have not but all any can will "
     "true false null none ok yes done status error result output".split()
@@ -86,8 +110,28 @@ def _useful(token: str) -> bool:
     return len(token) >= _MIN_TOKEN and (len(token) > 6 or token.lower() not in _STOP)
 
 
+def _value_like(token: str) -> bool:
+    """Whether a token reads as a value (an id, an address, an amount, a path, a date) rather than a word."""
+    return _VALUE_LIKE.search(token) is not None
+
+
+def _parsed_json(text: str) -> Any:
+    """The object or list a text result holds as JSON, or None (bounded: only ``{``/``[`` text under a cap)."""
+    if len(text) > _MAX_JSON:
+        return None
+    head = text.lstrip()[:1]
+    if head != "{" and head != "[":
+        return None
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
 def _leaves(value: Any) -> list[tuple[str, Any]]:
-    """(path, leaf) for every scalar in a JSON value, depth first (iterative: no generator per level)."""
+    """(path, leaf) for every scalar in a JSON value, depth first (iterative: no generator per level). A
+    string holding a JSON object or list is a leaf and, below it, the leaves of what it holds."""
     out: list[tuple[str, Any]] = []
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
@@ -98,34 +142,90 @@ def _leaves(value: Any) -> list[tuple[str, Any]]:
             stack.extend((f"{path}[{index}]", child) for index, child in reversed(list(enumerate(item))))
         else:
             out.append((path, item))
+            if type(item) is str and len(item) > 1 and (item[0] in "{[" or item.lstrip()[:1] in ("{", "[")):
+                parsed = _parsed_json(item)
+                if parsed is not None:
+                    stack.append((path, parsed))
     return out
 
 
-def _string_pieces(text: str, transform: str = "") -> Iterator[tuple[str, int, int, str]]:
-    """(token, start, end, transform) for a string: itself, its words, and what decoding reveals."""
-    if _useful(text) and len(text) <= _MAX_WHOLE:
-        yield text, 0, len(text), transform
-    for match in _WORD.finditer(text):
+def _path_parts(token: str, start: int) -> Iterator[tuple[str, int, int]]:
+    """The prefixes and suffixes of a path at its separators (``/home/alice/.ssh`` -> ``/home``,
+    ``/home/alice``, ``alice/.ssh``, ``.ssh``), which is how a path is assembled from pieces."""
+    cuts = [index for index, char in enumerate(token) if char == "/" and 0 < index < len(token) - 1]
+    for cut in cuts:
+        yield token[:cut], start, start + cut
+        yield token[cut + 1 :], start + cut + 1, start + len(token)
+
+
+def _paths(text: str) -> Iterator[tuple[str, int]]:
+    """(token, start) for the URLs and the paths (``/home/alice``, ``.ssh/authorized_keys``) in a text."""
+    urls = [(match.start(), match.end()) for match in _URL.finditer(text)] if "://" in text else []
+    for start, end in urls:
+        token = text[start:end].rstrip(".,;:!?")
+        if len(token) >= _MIN_TOKEN:
+            yield token, start
+    for match in _PATH.finditer(text):
+        start, end = match.span()
+        if any(begin <= start < stop for begin, stop in urls):
+            continue
+        while start > 0 and text[start - 1] in _PATH_HEAD:
+            start -= 1
+        if start > 0 and text[start - 1] in "/:":
+            continue
+        token = text[start:end].rstrip(".,;:!?")
+        if len(token) >= _MIN_TOKEN and "/" in token.strip("/") and _path_like(token):
+            yield token, start
+
+
+def _path_like(token: str) -> bool:
+    """A path, not two words with a slash between (``bag/tote``): rooted (``/``, ``~``, ``.``), with two
+    separators or more, or with a digit or a file's extension."""
+    return token[0] in "/~." or token.count("/") >= 2 or "." in token.rsplit("/", 1)[-1] or _VALUE_LIKE.search(token) is not None
+
+
+def _string_pieces(text: str, transform: str = "", lookup: bool = False) -> Iterator[tuple[str, int, int, str]]:
+    """(token, start, end, transform) for a string: itself, the values in it (never its plain words),
+    and what decoding reveals. With ``lookup`` (an argument being explained), also the prefixes and
+    suffixes of its paths and, for a short expression, its plain words."""
+    size = len(text)
+    if _useful(text) and size <= _MAX_WHOLE:
+        yield text, 0, size, transform
+    plain = lookup and len(_WORD.findall(text, 0, 256)) <= _MAX_PLAIN_WORDS
+    for match in (_WORD if plain else _VALUE_WORD).finditer(text):
         token = match.group().rstrip(".-")
         if token != text and _useful(token):
             yield token, match.start(), match.start() + len(token), transform
+    if "/" in text:
+        for token, start in _paths(text):
+            if token != text:
+                yield token, start, start + len(token), transform
+            if lookup and "://" not in token:
+                for part, part_start, part_end in _path_parts(token, start):
+                    if _useful(part):
+                        yield part, part_start, part_end, transform
+    if ":" in text:
+        for match in _TIME.finditer(text):
+            if match.group() != text:
+                yield match.group(), match.start(), match.end(), transform
     if transform:
         return
     if "%" in text:
         decoded = unquote(text)
         if decoded != text:
-            yield from _string_pieces(decoded, "url")
-    if len(text) >= 12:
+            yield from _string_pieces(decoded, "url", lookup)
+    if size >= 12:
         for match in _BASE64.finditer(text):
             try:
                 decoded = base64.b64decode(match.group(), validate=True).decode("utf-8")
             except (binascii.Error, UnicodeDecodeError, ValueError):
                 continue
             if decoded.isprintable():
-                yield from _string_pieces(decoded, "base64")
+                yield from _string_pieces(decoded, "base64", lookup)
 
 
-_MAX_CACHED = 4096  # longer strings are split afresh each time rather than kept
+_MAX_CACHED = 4096  # strings up to this long are remembered in the large cache
+_MAX_CACHED_LONG = 65536  # longer ones, up to this, in a small cache of their own; longer still, split afresh
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -136,14 +236,67 @@ def _pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
     return tuple(_string_pieces(text))
 
 
-def _raw_tokens(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iterator[tuple[str, str, int, int, str, bool]]:
+@functools.lru_cache(maxsize=1 << 8)
+def _long_pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
+    """:func:`_pieces` of a long text (a benchmark's tool result: a list of hotels, an inbox), which runs
+    of the same task meet again and again; only values are kept, so an entry is small beside its text."""
+    return tuple(_string_pieces(text))
+
+
+@functools.lru_cache(maxsize=1 << 11)
+def _lookup_pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
+    """:func:`_string_pieces` of an argument string, looked up rather than indexed, remembered."""
+    return tuple(_string_pieces(text, lookup=True))
+
+
+def _split(text: str, lookup: bool) -> tuple[tuple[str, int, int, str], ...] | Iterator[tuple[str, int, int, str]]:
+    size = len(text)
+    if size <= _MAX_CACHED:
+        return _lookup_pieces(text) if lookup else _pieces(text)
+    if size <= _MAX_CACHED_LONG and not lookup:
+        return _long_pieces(text)
+    return _string_pieces(text, lookup=lookup)
+
+
+_MAX_SHORT_VALUE = 200  # characters: a longer argument string is text, not a value to search for
+_MAX_SHORT_WORDS = 4  # words: an argument of more is prose
+_MAX_SCAN = 1 << 21  # characters of earlier strings searched for one short value, newest first
+
+
+def _short_value(leaf: Any) -> bool:
+    """Whether an argument string is a short value (``acc-mallory``, ``Le Baratin``, ``general``) that may
+    have been copied out of an earlier text whole, rather than prose."""
+    return (
+        type(leaf) is str
+        and _useful(leaf)
+        and len(leaf) <= _MAX_SHORT_VALUE
+        and len(_WORD.findall(leaf, 0, _MAX_SHORT_VALUE)) <= _MAX_SHORT_WORDS
+        and "\n" not in leaf
+    )
+
+
+def _occurs(value: str, text: str) -> int:
+    """Where ``value`` occurs in ``text`` as a whole (not inside a longer word), or -1."""
+    size = len(value)
+    start = text.find(value)
+    while start != -1:
+        end = start + size
+        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return start
+        start = text.find(value, start + 1)
+    return -1
+
+
+def _raw_tokens(
+    value: Any, leaves: list[tuple[str, Any]] | None = None, lookup: bool = False
+) -> Iterator[tuple[str, str, int, int, str, bool]]:
     """(path, token, start, end, transform, whole) for every piece of a JSON value (or of its ``leaves``,
     when the caller walked it already); tuples, not :class:`Piece`, because this is the hot path of
-    graph building."""
+    graph building. With ``lookup``, the pieces an argument is explained by (see :func:`_string_pieces`)."""
     for path, leaf in _leaves(value) if leaves is None else leaves:
         if isinstance(leaf, str):
             size = len(leaf)
-            for token, start, end, transform in (_pieces(leaf) if size <= _MAX_CACHED else _string_pieces(leaf)):
+            for token, start, end, transform in _split(leaf, lookup):
                 yield path, token, start, end, transform, not transform and start == 0 and end == size
         elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
             if isinstance(leaf, float) and leaf.is_integer():
@@ -154,11 +307,12 @@ def _raw_tokens(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iter
 
 
 def tokens_of(value: Any) -> Iterator[Piece]:
-    """Every piece of a JSON value worth following: strings, their words, path components, numbers,
-    and what URL-decoding or base64-decoding them reveals.
+    """Every piece of a JSON value worth following: whole strings, the values inside them (ids, addresses,
+    paths, URLs, dates, times, numbers), the lines and keyed values of a text, and what URL-decoding or
+    base64-decoding reveals; never a plain word of prose.
 
     >>> sorted({p.token for p in tokens_of({"path": "/srv/app/config.yaml", "n": 2400})})
-    ['/srv/app/config.yaml', '2400', 'app', 'config.yaml', 'srv']
+    ['/srv/app/config.yaml', '2400', 'config.yaml']
     """
     for path, token, start, end, transform, whole in _raw_tokens(value):
         yield Piece(token, path, start, end, transform, whole)
@@ -183,13 +337,23 @@ def _ancestors(resource: str) -> Iterator[str]:
             yield f"{head}{sep}{parent}"
 
 
-def _short_ids(value: Any, leaves: list[tuple[str, Any]] | None = None) -> Iterator[tuple[str, str]]:
-    """(path, token) for every leaf whose whole value is an identifier too short to follow as a word."""
+_KEYED_SHORT = re.compile(r"^[ \t>*-]*([A-Za-z_][\w-]*)[ \t]*:[ \t]*['\"]?([A-Za-z0-9]{1,2})['\"]?[ \t]*,?[ \t]*$", re.M)
+
+
+def _short_ids(
+    value: Any, leaves: list[tuple[str, Any]] | None = None, text_keys: bool = False
+) -> Iterator[tuple[str, str]]:
+    """(path, token) for every leaf whose whole value is an identifier too short to follow as a word; with
+    ``text_keys`` (an output), also the short values of a text's ``key: value`` lines, under their key."""
     for path, leaf in _leaves(value) if leaves is None else leaves:
         kind = type(leaf)
         if kind is str:
-            if len(leaf) < _MIN_TOKEN and leaf.isalnum() and path:
-                yield path, leaf
+            if len(leaf) < _MIN_TOKEN:
+                if leaf.isalnum() and path:
+                    yield path, leaf
+            elif text_keys and ":" in leaf and "\n" in leaf:
+                for match in _KEYED_SHORT.finditer(leaf):
+                    yield f"{path}.{match.group(1)}" if path else match.group(1), match.group(2)
         elif (kind is int and -10 < leaf < 10) or (kind is float and leaf.is_integer() and -10 < leaf < 10):
             if path:
                 yield path, str(int(leaf))
@@ -212,14 +376,33 @@ class _Index:
     def __init__(self) -> None:
         self.latest: dict[str, tuple[str, str, str]] = {}
         self.short: dict[str, dict[str, tuple[str, str, str]]] = {}
+        # Every string carried so far, in order: a short argument value not indexed (a name inside a
+        # sentence) is searched for in them, newest first, only when an argument asks.
+        self.strings: list[tuple[str, str, str, str]] = []
 
     def add(self, node: str, field: str, value: Any) -> None:
         latest = self.latest
         leaves = _leaves(value)
         for path, token, *_ in _raw_tokens(value, leaves):
             latest[token] = (node, field, path)
-        for path, token in _short_ids(value, leaves):
+        strings = self.strings
+        for path, leaf in leaves:
+            if type(leaf) is str and len(leaf) >= _MIN_TOKEN:
+                strings.append((node, field, path, leaf))
+        for path, token in _short_ids(value, leaves, text_keys=True):
             self.short.setdefault(token, {})[_key(path)] = (node, field, path)
+
+    def text_source(self, value: str) -> tuple[str, str, str, int] | None:
+        """The latest carrier of a short value inside one of its strings, with where it sits there."""
+        budget = _MAX_SCAN
+        for node, field, path, text in reversed(self.strings):
+            at = _occurs(value, text)
+            if at >= 0:
+                return node, field, path, at
+            budget -= len(text)
+            if budget <= 0:
+                break
+        return None
 
     def short_source(self, path: str, token: str) -> tuple[str, str, str] | None:
         """The latest carrier of a short identifier under a key related to the argument's."""
@@ -250,7 +433,7 @@ class _RealTokens:
             leaves = _leaves(output)
             found = self.cache[node] = (
                 frozenset(raw[1] for raw in _raw_tokens(output, leaves)),
-                frozenset(token for _, token in _short_ids(output, leaves)),
+                frozenset(token for _, token in _short_ids(output, leaves, text_keys=True)),
             )
         return found
 
@@ -259,6 +442,10 @@ class _RealTokens:
 
     def short(self, node: str) -> frozenset[str]:
         return self._walk(node)[1]
+
+    def holds(self, node: str, value: str) -> bool:
+        """Whether the real output of ``node`` holds a short value inside one of its strings."""
+        return any(type(leaf) is str and _occurs(value, leaf) >= 0 for _, leaf in _leaves(self.outputs.get(node)))
 
 
 def build_graph(result: TrajectoryReplay) -> nx.MultiDiGraph:
@@ -329,7 +516,7 @@ def _add_data_edges(
     seen: set[tuple[str, str, str]] = set()
     explained: set[str] = set()  # argument leaves carried whole: their words need no edges of their own
     latest = index.latest
-    for path, token, start, end, transform, whole in _raw_tokens(call.call.arguments, leaves):
+    for path, token, start, end, transform, whole in _raw_tokens(call.call.arguments, leaves, lookup=True):
         hit = latest.get(token)
         if hit is None or path in explained:
             continue
@@ -345,6 +532,19 @@ def _add_data_edges(
         )
         if field == "output" and token not in real_tokens[source]:
             _add_divergence(graph, source, call.key, token, path)
+    for path, leaf in leaves:
+        if path in explained or not _short_value(leaf):
+            continue
+        hit = index.text_source(leaf)
+        if hit is None:
+            continue
+        source, field, source_path, _ = hit
+        graph.add_edge(
+            source, call.key, kind="data", token=leaf, argument=path, span=[0, len(leaf)], transform="",
+            source_field=field, source_path=source_path,
+        )
+        if field == "output" and not real_tokens.holds(source, leaf):
+            _add_divergence(graph, source, call.key, leaf, path)
 
 
 def _add_short_id_edges(
