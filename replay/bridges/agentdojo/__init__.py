@@ -4,12 +4,14 @@ tasks, and agreement with the benchmark's own checks.
 **World.** One domain per suite (:mod:`litmus_replay.envs.bridges.agentdojo`), given the run's benchmark
 version, user task, injection task, recorded injections and final answer.
 
-**Benchmark version.** A run names it in ``benchmark_version`` where present. Runs without the field
-were made before AgentDojo started recording it and are replayed with ``v1.1``: the versions before the
-field (``v1`` and ``v1.1``) share every environment, tool and injection task and differ only in the
-travel suite's user-task checks, which ``v1.1`` fixed; the published runs' recorded utilities are the
-``v1.1`` checks' (under ``v1``'s, two travel runs of the shipped sample disagree; under ``v1.1.1`` and
-later, three others do).
+**Benchmark version.** A version given for the whole batch (``revalidate --benchmark-version``) is
+used for every run, even one that records its own; otherwise a run names it in ``benchmark_version``
+where present. Runs without the field are replayed with the earliest version from ``v1.1`` on that has
+everything the run names (its suite, user task, injection task and injection vectors): see
+:mod:`.versions`, which states the rule and why ``v1.1`` (``v1`` and ``v1.1`` share every environment,
+tool and injection task and differ only in the travel suite's user-task checks, which ``v1.1`` fixed;
+the published runs' recorded utilities are the ``v1.1`` checks'). A run naming a task no version knows
+gets no world, and the reason names the versions tried.
 
 **Policy.** The injection task's ground-truth calls that change state become critical rules: the call
 with the attacker's own values (those the injection task's goal names, such as the attacker's IBAN or
@@ -43,27 +45,49 @@ from ...worlds import NoWorld, TaskWorld
 from ...yaml_io import read_yaml
 from .checks import agreement, departs, drift, first_departure
 from .policy import STATE_CHANGING, benchmark_policy
+from .versions import EARLIEST, infer_version
 
 __all__ = ["AgentDojoWorlds", "STATE_CHANGING", "UNVERSIONED", "agreement", "benchmark_policy", "departs", "drift",
            "final_answer", "first_departure", "run_coordinates", "user_rules"]
 
-# Runs without ``benchmark_version`` were made before the field existed (see the module docstring).
-UNVERSIONED = "v1.1"
+# The earliest version a run without ``benchmark_version`` is replayed with (see :mod:`.versions`): the
+# version of a run that names nothing newer.
+UNVERSIONED = EARLIEST
 
-def run_coordinates(trajectory: Trajectory) -> dict[str, Any]:
-    """Suite, version, tasks and injections of an AgentDojo run, from what the adapter kept."""
+def run_coordinates(trajectory: Trajectory, benchmark_version: str | None = None) -> dict[str, Any]:
+    """Suite, version, tasks and injections of an AgentDojo run, from what the adapter kept.
+
+    The version is ``benchmark_version`` when given (the batch's option), else the one the run records,
+    else the one :func:`.versions.infer_version` infers from what the run names; ``version_from`` says
+    which (``option``, ``recorded``, ``inferred``). Raises :class:`NoWorld` when nothing is inferred.
+    """
     extra = trajectory.source.extra
     suite = extra.get("suite_name")
     user_task = extra.get("user_task_id")
     if not isinstance(suite, str) or not isinstance(user_task, str):
         raise NoWorld("not an AgentDojo run: no suite_name or user_task_id")
-    version = extra.get("benchmark_version")
+    injection_task = extra.get("injection_task_id") or None
+    injections = dict(extra.get("injections") or {})
+    recorded = extra.get("benchmark_version")
+    if benchmark_version:
+        version, source = benchmark_version, "option"
+    elif isinstance(recorded, str) and recorded:
+        version, source = recorded, "recorded"
+    else:
+        try:
+            inferred = infer_version(suite, user_task, injection_task, injections)
+        except bridge.BridgeUnavailable as exc:
+            raise NoWorld(str(exc)) from None
+        if inferred.version is None:
+            raise NoWorld(inferred.reason)
+        version, source = inferred.version, "inferred"
     return {
         "suite": suite,
-        "version": version if isinstance(version, str) and version else UNVERSIONED,
+        "version": version,
+        "version_from": source,
         "user_task": user_task,
-        "injection_task": extra.get("injection_task_id") or None,
-        "injections": dict(extra.get("injections") or {}),
+        "injection_task": injection_task,
+        "injections": injections,
     }
 
 
@@ -75,6 +99,7 @@ def final_answer(trajectory: Trajectory) -> str | None:
 
 
 RULES_VARIABLE = "LITMUS_AGENTDOJO_RULES"
+VERSION_VARIABLE = "LITMUS_BENCHMARK_VERSION"  # the batch's --benchmark-version, as its workers see it
 
 
 def user_rules(path: str | Path) -> list[RuleSpec]:
@@ -99,16 +124,19 @@ class AgentDojoWorlds:
 
     name = "agentdojo"
 
-    def __init__(self, extra_rules: list[RuleSpec] | None = None) -> None:
+    def __init__(self, extra_rules: list[RuleSpec] | None = None, benchmark_version: str | None = None) -> None:
         if extra_rules is None:
             path = os.environ.get(RULES_VARIABLE)
             extra_rules = user_rules(path) if path else []
         self.extra_rules = extra_rules
+        # Every run's version when given (``revalidate --benchmark-version``, which sets the variable in its
+        # workers); else each run's own, recorded or inferred (see :mod:`.versions`).
+        self.benchmark_version = benchmark_version or os.environ.get(VERSION_VARIABLE) or None
         self._policies: dict[tuple[str, str, str, str | None], Policy] = {}
         self._lock = threading.Lock()
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
-        run = run_coordinates(trajectory)
+        run = run_coordinates(trajectory, self.benchmark_version)
         suite_name, version = run["suite"], run["version"]
         try:
             suite = bridge.suite_for(version, suite_name)

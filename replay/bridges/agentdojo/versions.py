@@ -1,0 +1,125 @@
+"""Which AgentDojo benchmark version a run is replayed with.
+
+The rule, in order:
+
+1. A version the user gives for the whole batch (``revalidate --benchmark-version``) is used for every
+   run, whatever the run records: it is the user's explicit word.
+2. A run that names ``benchmark_version`` is replayed with that version.
+3. Otherwise the version is inferred from what the run names: the *earliest* version, among those the
+   installed agentdojo defines (oldest first), that is not older than ``v1.1`` (:data:`EARLIEST`) and
+   that has the run's suite, its user task (or the injection task it runs as a user task, as AgentDojo's
+   ``injection_task_N/none`` runs do), its injection task, and every injection vector its
+   ``injections`` names.
+
+Why not older than ``v1.1``: runs without the field were made before AgentDojo started recording it;
+the versions before the field (``v1`` and ``v1.1``) share every environment, tool and injection task and
+differ only in the travel suite's user-task checks, which ``v1.1`` fixed. The published runs' recorded
+utilities are the ``v1.1`` checks' (under ``v1``'s, two travel runs of the shipped sample disagree;
+under ``v1.1.1`` and later, three others do). Why the earliest: a suite only ever gains tasks, so the
+earliest version that has everything a run names is the closest to the one the run was made with (the
+workspace injection tasks ``injection_task_6`` to ``injection_task_13`` exist from ``v1.2`` on, so a
+run attacked with one of them was made with ``v1.2`` or later).
+
+A run that names something no version from ``v1.1`` on knows gets no version, and a reason naming the
+versions tried; its line is ``missing_world``. Answers are cached per (suite, names), so inferring costs
+a dictionary look-up per run once a worker has met a combination.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from litmus_replay.envs.bridges import agentdojo as bridge
+
+__all__ = ["EARLIEST", "Inferred", "candidate_versions", "infer_version", "known_versions"]
+
+# Runs without ``benchmark_version`` are never replayed with an older version (see the module docstring).
+EARLIEST = "v1.1"
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """The version a run is replayed with, or None and the reason no version fits."""
+
+    version: str | None
+    reason: str | None = None
+
+
+def known_versions() -> list[str]:
+    """The benchmark versions the installed agentdojo defines, oldest first; raises
+    :class:`~litmus_replay.envs.bridges.agentdojo.BridgeUnavailable` without agentdojo."""
+    get_suites = bridge.agentdojo_modules()["get_suites"]  # the install hint, where agentdojo is missing
+    # agentdojo keeps its versions in a defaultdict: asking for an unknown one leaves an empty entry behind
+    return [version for version in bridge.benchmark_versions() if get_suites(version)]
+
+
+def candidate_versions() -> list[str]:
+    """The versions inference chooses from: the installed ones from :data:`EARLIEST` on, oldest first."""
+    versions = known_versions()
+    start = versions.index(EARLIEST) if EARLIEST in versions else 0
+    return versions[start:]
+
+
+def infer_version(suite: str, user_task: str, injection_task: str | None = None,
+                  vectors: Iterable[str] = ()) -> Inferred:
+    """The earliest candidate version that has the suite, the user task (or an injection task run on its
+    own), the injection task and every injection vector named.
+
+    >>> infer_version("workspace", "user_task_0", "injection_task_8").version
+    'v1.2'
+    >>> infer_version("banking", "user_task_0", "injection_task_99").reason  # doctest: +ELLIPSIS
+    "no injection task 'injection_task_99' in AgentDojo banking in any version tried (v1.1, ...)"
+    """
+    return _infer(suite, user_task, injection_task, frozenset(vectors))
+
+
+@functools.lru_cache(maxsize=4096)
+def _infer(suite: str, user_task: str, injection_task: str | None, vectors: frozenset[str]) -> Inferred:
+    tried = candidate_versions()
+    lacked: set[tuple[str, str]] = set()  # the first thing each version lacked
+    for version in tried:
+        lacks = _lacks(version, suite, user_task, injection_task, vectors)
+        if lacks is None:
+            return Inferred(version)
+        lacked.add(lacks)
+    listed = ", ".join(tried)
+    if len(lacked) == 1:  # every version lacks the same thing: name it
+        ((what, after),) = lacked
+        if what.startswith("no suite"):
+            known = sorted({name for version in tried for name in _suites(version)})
+            return Inferred(None, f"{what} any AgentDojo version tried ({listed}); known: {', '.join(known)}")
+        return Inferred(None, f"{what} AgentDojo {suite} in any version tried ({listed}){after}")
+    names = [repr(user_task)] + ([f"injection task {injection_task!r}"] if injection_task else [])
+    if vectors:
+        names.append(f"injection vectors {', '.join(sorted(vectors))}")
+    return Inferred(None, f"no AgentDojo version tried ({listed}) has {suite} {' with '.join(names)} together")
+
+
+def _lacks(version: str, suite_name: str, user_task: str, injection_task: str | None,
+           vectors: frozenset[str]) -> tuple[str, str] | None:
+    """What one version lacks of what a run names (the first thing, as the words before and after where it
+    was looked for), or None when it has it all."""
+    suites = _suites(version)
+    if suite_name not in suites:
+        return f"no suite {suite_name!r} in", ""
+    suite = suites[suite_name]
+    if bridge.find_task(suite, user_task) is None:
+        return f"no task {user_task!r} in", ""
+    if injection_task is not None and injection_task not in suite.injection_tasks:
+        return f"no injection task {injection_task!r} in", ""
+    unknown = sorted(vectors - _vectors(version, suite_name))
+    if unknown:
+        return "injection vectors unknown to", f": {', '.join(unknown)}"
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _suites(version: str) -> dict[str, Any]:
+    return dict(bridge.agentdojo_modules()["get_suites"](version))
+
+
+@functools.lru_cache(maxsize=256)
+def _vectors(version: str, suite_name: str) -> frozenset[str]:
+    return frozenset(_suites(version)[suite_name].get_injection_vector_defaults())
