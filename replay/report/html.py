@@ -20,13 +20,15 @@ from .. import __version__
 from ..analysis import Analysis, class_counts
 from ..engine import CallReplay
 from ..scoring import PairClass
+from ..verdicts import FINDINGS, RunVerdict
 from .atomic import write_atomic
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural, preview, recorded_as_stub
 from .export import CLASS_COLOURS, EDGE_STYLES
 from .svg import EDGE_CSS, ESCAPE_COLOUR, escape_edges, escape_text, graph_svg
+from .visible import visible
 
-__all__ = ["IndexEntry", "PageNav", "index_html", "html_page", "nav_html", "page_name", "trajectory_html", "with_nav",
-           "write_html_dir"]
+__all__ = ["IndexEntry", "PageNav", "index_html", "html_page", "lead_parts", "lead_text", "nav_html", "page_name",
+           "trajectory_html", "with_nav", "write_html_dir"]
 
 # Highlights a node's edges while the pointer is on it; the only script a page carries. It also lays a
 # wide transparent twin under each edge's line, so a thin edge is easy to point at: drawn here rather
@@ -112,6 +114,28 @@ ul.findings li { margin: 4px 0; } .sev { font-weight: 700; text-transform: upper
 footer { margin-top: 28px; color: #8a93a3; font-size: 12px; }
 nav.run-nav { display: flex; gap: 6px 18px; flex-wrap: wrap; margin: 0 0 12px; font-size: 13px; }
 nav.run-nav .none { color: #8a93a3; }
+section.verdict { border: 1px solid #d8dde5; border-left: 6px solid #5b6472; border-radius: 8px; background: #fff;
+                  padding: 10px 14px; margin: 8px 0 18px; }
+section.verdict.flagged { border-left-color: #b42318; }
+section.verdict p.lead { font-size: 15px; margin: 0 0 4px; } section.verdict p.meaning { margin: 0 0 10px; color: #5b6472; }
+.finding-word { font-family: ui-monospace, Menlo, Consolas, monospace; font-weight: 700; }
+.judgements { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 10px; margin: 8px 0; }
+.judgement { border: 1px solid #d8dde5; border-radius: 6px; padding: 6px 10px; background: #fbfcfd; }
+.judgement.disagrees { border-color: #b42318; background: #fff6f5; }
+.judgement h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .3px; color: #5b6472; margin: 0 0 4px; }
+.judgement .says { font-weight: 600; } .judgement ul { margin: 2px 0; padding-left: 16px; }
+.agree { color: #2f7d4a; font-weight: 600; } .disagree { color: #b42318; font-weight: 600; }
+ul.disagreements { margin: 6px 0; padding-left: 18px; } ul.disagreements li { margin: 2px 0; }
+dl.decisive { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; margin: 8px 0 0; }
+dl.decisive dt { color: #5b6472; } dl.decisive dd { margin: 0; }
+code.condition { display: inline-block; background: #f4f6f9; border: 1px solid #e3e7ee; border-radius: 4px; padding: 1px 6px;
+                 font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; white-space: pre-wrap;
+                 word-break: break-word; }
+.check-departure { margin: 10px 0 0; }
+pre.diff { white-space: pre-wrap; word-break: break-word; max-height: 320px; overflow: auto; background: #f8f9fb;
+           border: 1px solid #e3e7ee; border-radius: 4px; padding: 6px; margin: 4px 0; font-size: 12.5px; }
+pre.diff span { display: block; } pre.diff .del { background: #fde7e7; color: #8f1a12; }
+pre.diff .add { background: #e3f4e6; color: #1e5e34; } pre.diff .hunk { color: #2563a8; } pre.diff .file { color: #5b6472; }
 """ + EDGE_CSS
 
 
@@ -246,6 +270,225 @@ def _findings(run: Analysis) -> str:
     return f'<ul class="findings">{"".join(items)}</ul>{note}'
 
 
+# The three judgements of a run (see :mod:`..verdicts`), by the names a disagreement gives them.
+JUDGEMENTS = {"recorded": "the recorded verdict", "check": "the benchmark's check", "effects": "the effects committed"}
+_DIFF_LINES = 80  # a drift diff longer than this is cut (the run's line in results.jsonl has the call)
+
+
+def _t(value: object) -> str:
+    """Recorded (or recorded-derived) text for an element: one line, controls and bidi marks made visible,
+    then HTML-escaped."""
+    return escape_text(visible(value))
+
+
+def _shown_checks(run: Analysis) -> dict[str, dict]:
+    """The benchmark's checks replayed for this run, by name: every check a bridge ran, else the verdict's."""
+    if run.checks:
+        return {name: dict(entry) for name, entry in run.checks.items() if isinstance(entry, dict)}
+    check = run.verdict.check if run.verdict is not None else None
+    return {check["name"]: dict(check)} if check else {}
+
+
+def _disagreeing(verdict: RunVerdict, checks: dict[str, dict]) -> list[str]:
+    """The judgements some disagreement names, in the order recorded, check, effects; a replayed check that
+    departs from its recorded result names the recorded verdict only when that check judges the harm."""
+    harm_departs = any(entry.get("judges") == "harm" and not entry.get("agree", True) for entry in checks.values())
+    named = set()
+    for item in verdict.disagreements:
+        if set(item.between) == {"recorded", "check"} and not harm_departs:
+            named.add("check")
+        else:
+            named.update(item.between)
+    return [name for name in JUDGEMENTS if name in named]
+
+
+def _which_disagree(verdict: RunVerdict, checks: dict[str, dict]) -> str:
+    """Which judgements disagree, in words: a replayed check that departs from its recorded result is named
+    (``the recorded utility check and its replay disagree``), as are the judgements of every other
+    disagreement."""
+    phrases: list[str] = []
+    departing = [name for name, entry in sorted(checks.items()) if not entry.get("agree", True)]
+    for item in verdict.disagreements:
+        if set(item.between) == {"recorded", "check"} and departing:
+            phrase = f"the recorded {' and '.join(departing)} check{'s' if len(departing) > 1 else ''} and the replay disagree"
+        else:
+            phrase = f"{JUDGEMENTS.get(item.between[0], item.between[0])} and {JUDGEMENTS.get(item.between[1], item.between[1])} disagree"
+        if phrase not in phrases:
+            phrases.append(phrase)
+    return "; ".join(phrases) or "every judgement agrees"
+
+
+def _check_words(name: str, entry: dict) -> str:
+    if entry.get("agree", True):
+        return f"{name} check replayed {entry.get('replayed')}, as recorded"
+    return f"{name} check replayed {entry.get('replayed')}, recorded {entry.get('recorded')} ({entry.get('cause') or 'differs'})"
+
+
+def _effects_words(verdict: RunVerdict) -> str:
+    effects = verdict.effects
+    decisive = verdict.decisive or {}
+    if not effects.get("judged"):
+        return "no critical rule for this run"
+    if effects.get("harm"):
+        return f"harm committed ({decisive.get('call')} {decisive.get('tool')})"
+    if decisive:
+        return f"harm proposed ({decisive.get('call')} {decisive.get('tool')}), not committed"
+    return "no harm committed: no call committed a change a critical rule matches"
+
+
+def lead_parts(run: Analysis) -> dict[str, str] | None:
+    """The pieces of a run's lead line, as plain text (each report marks them up its own way), or None for a
+    run without a verdict: ``finding``, ``meaning`` (from :data:`..verdicts.FINDINGS`), ``judgements`` (which
+    disagree, or that they agree), ``decisive`` (the call and its rule), ``condition`` (the rule as written),
+    ``check`` (the benchmark's own result replayed) and ``effects``."""
+    verdict = run.verdict
+    if verdict is None:
+        return None
+    judgements = _which_disagree(verdict, _shown_checks(run))
+    decisive = verdict.decisive
+    decisive_text = condition = ""
+    if decisive:
+        state = "committed" if decisive.get("committed", True) else "proposed, not committed"
+        decisive_text = f"decisive call {decisive['call']} {decisive.get('tool')} ({state}), rule {decisive.get('rule')}"
+        condition = " ".join(str(decisive.get("condition") or "").split())  # on one line: the page shows it as written
+    checks = _shown_checks(run)
+    harm = verdict.check["name"] if verdict.check else None
+    shown = [name for name, entry in checks.items() if name == harm or not entry.get("agree", True)]
+    check_text = " · ".join(_check_words(name, entry) for name, entry in sorted(checks.items())
+                            if name in shown or len(checks) == 1) or (
+        "no check of the benchmark replayed" if not checks else
+        " · ".join(_check_words(name, entry) for name, entry in sorted(checks.items())))
+    return {"finding": verdict.finding, "meaning": FINDINGS.get(verdict.finding, ""), "judgements": judgements,
+            "decisive": decisive_text, "condition": condition, "check": check_text,
+            "effects": _effects_words(verdict)}
+
+
+def lead_text(run: Analysis) -> str | None:
+    """The run's lead line as plain text (recorded text left as is: the caller escapes it for its medium)."""
+    parts = lead_parts(run)
+    if parts is None:
+        return None
+    text = f"{parts['finding']}: {parts['judgements']}"
+    if parts["decisive"]:
+        text += f" · {parts['decisive']}" + (f": {parts['condition']}" if parts["condition"] else "")
+    else:
+        text += f" · {parts['effects']}"
+    return text + f" · {parts['check']}"
+
+
+def _between(sides: Sequence[str]) -> str:
+    if set(sides) == {"recorded", "check"}:
+        return "the recorded check vs its replay"
+    return " vs ".join(JUDGEMENTS.get(side, side) for side in sides)
+
+
+def _call_link(key: str | None) -> str:
+    if not key:
+        return ""
+    return f'<a class="mono" href="#{escape("call-" + key, quote=True)}">{_t(key)}</a>'
+
+
+def _diff_html(lines: Sequence[str]) -> str:
+    kinds = []
+    for line in lines[:_DIFF_LINES]:
+        kind = ("file" if line.startswith(("---", "+++")) else "hunk" if line.startswith("@@") else
+                "del" if line.startswith("-") else "add" if line.startswith("+") else "ctx")
+        kinds.append(f'<span class="{kind}">{_t(line) or " "}</span>')
+    more = len(lines) - _DIFF_LINES
+    if more > 0:
+        kinds.append(f'<span class="file">… {plural(more, "more line")}</span>')
+    return '<pre class="diff">' + "".join(kinds) + "</pre>"
+
+
+def _check_item(name: str, entry: dict) -> str:
+    agree = entry.get("agree", True)
+    judges = f" <span class=\"sub\">(judges {_t(entry['judges'])})</span>" if entry.get("judges") else ""
+    verdict = '<span class="agree">as recorded</span>' if agree else '<span class="disagree">differs from the recording</span>'
+    return (f'<li class="check check-{escape(name, quote=True)}"><span class="mono">{_t(name)}</span>{judges}: '
+            f"recorded <span class=\"mono\">{_t(entry.get('recorded'))}</span> → replayed "
+            f"<span class=\"mono\">{_t(entry.get('replayed'))}</span> · {verdict}</li>")
+
+
+def _departure(name: str, entry: dict, said: Sequence[str] = ()) -> str:
+    """Why a replayed check disagrees with the recorded one: its cause, the call, the diff of the outputs."""
+    cause = entry.get("cause") or ("drift" if entry.get("first_departure") else "version")
+    head = (f'<p><span class="mono">{_t(name)}</span> check: <span class="finding-word">{_t(cause)}</span>'
+            + (f" — {_t(FINDINGS[cause])}" if cause in FINDINGS else "")
+            + (f" · first call that answers differently: {_call_link(entry['first_departure'])}"
+               if entry.get("first_departure") else "") + "</p>")
+    explanation = entry.get("explanation")
+    explanation = (f'<p class="sub">{_t(explanation)}</p>'
+                   if explanation and not any(explanation in sentence for sentence in said) else "")
+    diff = entry.get("diff") or []
+    return f'<div class="check-departure">{head}{explanation}{_diff_html(diff) if diff else ""}</div>'
+
+
+def _verdict_block(run: Analysis) -> str:
+    """The page's lead: the finding and its meaning, the three judgements side by side, every disagreement
+    with a link to its call, the decisive call with its rule as written, and why a replayed check departs."""
+    verdict, parts = run.verdict, lead_parts(run)
+    if verdict is None or parts is None:
+        return ""
+    checks = _shown_checks(run)
+    sides = set(_disagreeing(verdict, checks))
+    recorded = verdict.recorded
+    lead = (f'<p class="lead"><span class="finding-word">{_t(parts["finding"])}</span>: {_t(parts["judgements"])}'
+            + (f" · {_t(parts['decisive'])}: <code class=\"condition\">{_t(parts['condition'])}</code>"
+               if parts["decisive"] and parts["condition"] else f" · {_t(parts['decisive'])}" if parts["decisive"]
+               else f" · {_t(parts['effects'])}")
+            + f" · {_t(parts['check'])}</p>")
+    meaning = f'<p class="meaning">{_t(parts["meaning"])}</p>' if parts["meaning"] else ""
+
+    def column(side: str, body: str) -> str:
+        mark = " disagrees" if side in sides else ""
+        return f'<div class="judgement judgement-{side}{mark}"><h3>{escape(JUDGEMENTS[side])}</h3>{body}</div>'
+
+    kind = str(recorded.get("kind") or "unknown").replace("_", "-")
+    recorded_body = (f'<div class="says mono">{_t(recorded.get("label") or "no verdict")}</div>'
+                     f'<div class="sub">{escape(kind)}'
+                     + (f" · says {_t(recorded['says'])}" if recorded.get("says") else "") + "</div>")
+    check_body = ("<ul>" + "".join(_check_item(name, entry) for name, entry in sorted(checks.items())) + "</ul>"
+                  if checks else '<div class="sub">no check of the benchmark replayed for this run</div>')
+    if run.drift and run.drift.get("calls"):
+        calls = run.drift["calls"]
+        check_body += (f'<div class="sub">{plural(calls, "call")} answer{"s" if calls == 1 else ""} differently today'
+                       f' than in the recording; first {_call_link(run.drift.get("first"))}</div>')
+    effects = verdict.effects
+    effects_body = f'<div class="says">{_t(parts["effects"])}</div>'
+    if effects.get("class"):
+        effects_body += f'<div class="sub">run class {_pill(str(effects["class"]))}</div>'
+    if effects.get("undetermined"):
+        effects_body += ('<div class="sub">commit not judged: '
+                         + ", ".join(_call_link(key) for key in effects["undetermined"]) + "</div>")
+    judgements = ('<div class="judgements">' + column("recorded", recorded_body) + column("check", check_body)
+                  + column("effects", effects_body) + "</div>")
+    disagreements = ""
+    if verdict.disagreements:
+        disagreements = '<ul class="disagreements">' + "".join(
+            f'<li class="disagreement" data-kind="{escape(item.kind, quote=True)}"><span class="finding-word">{_t(item.kind)}</span>'
+            f" ({escape(_between(item.between))}): {_t(item.sentence)}"
+            + (f" · {_call_link(item.call)}" if item.call else "") + "</li>"
+            for item in verdict.disagreements) + "</ul>"
+    decisive = ""
+    if verdict.decisive:
+        d = verdict.decisive
+        state = "committed" if d.get("committed", True) else "proposed, not committed"
+        rows = [("decisive call", f"{_call_link(d.get('call'))} <span class=\"mono\">{_t(d.get('tool'))}</span> · "
+                                  f"{escape(state)}" + (f" · {_pill(str(d['class']))}" if d.get("class") else "")),
+                ("rule", f'<span class="mono">{_t(d.get("rule"))}</span>')]
+        if d.get("condition"):
+            rows.append(("condition", '<code class="condition">' + "\n".join(
+                _t(line) for line in str(d["condition"]).strip().splitlines()) + "</code>"))
+        if d.get("source"):
+            rows.append(("where the rule comes from", _t(d["source"])))
+        decisive = '<dl class="decisive">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
+    said = [item.sentence for item in verdict.disagreements]
+    departures = "".join(_departure(name, entry, said) for name, entry in sorted(checks.items()) if not entry.get("agree", True))
+    flagged = " flagged" if verdict.flagged else ""
+    return (f'<section class="verdict finding-{escape(verdict.finding, quote=True)}{flagged}" id="verdict">'
+            f"{lead}{meaning}{judgements}{disagreements}{decisive}{departures}</section>")
+
+
 def _summary(run: Analysis) -> str:
     result = run.replay
     trajectory = result.trajectory
@@ -285,7 +528,7 @@ def trajectory_html(run: Analysis, nav: PageNav | None = None) -> str:
     body = (
         (nav_html(nav) + "\n" if nav is not None else "")
         + f"<h1>{escape(name)} · trajectory <span class=\"mono\">{escape(result.trajectory.id)}</span></h1>\n"
-        f"{description}{_summary(run)}\n"
+        f"{description}{_verdict_block(run)}\n{_summary(run)}\n"
         f"<h2>Causal graph</h2>\n{_legend()}\n"
         f'<div class="graph-wrap">{graph_svg(run.graph, result, run.findings)}</div>\n'
         f"<h2>Calls</h2>\n{_pair_table(run)}\n"

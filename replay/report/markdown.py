@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 
 from ..analysis import Analysis, class_counts
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural
+from .html import lead_parts
 
 __all__ = ["markdown_report"]
 
@@ -34,6 +35,23 @@ def _code(value: object) -> str:
 
 def _row(cells: Iterable[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+def _lead(run: Analysis) -> str | None:
+    """The run's lead line (the same pieces the page leads with): the finding, which judgements disagree,
+    the decisive call with its rule as written, the benchmark's own check replayed."""
+    parts = lead_parts(run)
+    if parts is None:
+        return None
+    text = f"**{_code(parts['finding'])}**: {_text(parts['judgements'])}"
+    if parts["decisive"]:
+        text += f" · {_text(parts['decisive'])}" + (f": {_code(parts['condition'])}" if parts["condition"] else "")
+    else:
+        text += f" · {_text(parts['effects'])}"
+    text += f" · {_text(parts['check'])}"
+    if parts["meaning"]:
+        text += f" — *{_text(parts['meaning'])}*"
+    return text
 
 
 def markdown_report(runs: Iterable[Analysis], errors: Sequence[str] = ()) -> str:
@@ -67,6 +85,10 @@ def markdown_report(runs: Iterable[Analysis], errors: Sequence[str] = ()) -> str
             f"As {_code(trajectory.principal)} · original verdict {_code(original)} · re-validated "
             f"**{_code(revalidation.revalidated.value)}** · {_text(revalidation.finding)}"
         )
+        lead = _lead(run)
+        if lead:
+            lines.append("")
+            lines.append(lead)
         if revalidation.critical:
             lines.append("")
             lines.append("Critical: " + ", ".join(f"{_code(key)} = {_code(cls.value)}" for key, cls in revalidation.critical.items()))
