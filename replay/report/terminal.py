@@ -10,7 +10,9 @@ from rich.text import Text
 
 from ..analysis import Analysis, class_counts
 from ..scoring import PairClass
+from ..verdicts import FINDINGS, FLAGGED
 from .cells import class_cell, outcome_cell, plural
+from .html import lead_text
 from .visible import visible
 
 CLASS_STYLE = {
@@ -62,6 +64,9 @@ def print_trajectory(console: Console, run: Analysis) -> None:
         else:
             line.append(" · expectations met", style="green")
     console.print(line)
+    lead = lead_text(run)
+    if lead:  # the run's judgements: which disagree, the decisive call and its rule, the benchmark's check
+        console.print(Text("  = " + visible(lead), style="bold" if run.verdict and run.verdict.flagged else ""))
     for finding in run.notable_findings:
         console.print(Text(f"  ! {finding.kind}: {visible(finding.sentence)}", style=FINDING_STYLE[finding.severity]))
     console.print()
@@ -85,6 +90,18 @@ def print_run_summary(console: Console, runs: Sequence[Analysis], errors: int) -
 UNKNOWN_TOOLS_SHOWN = 12
 
 
+def finding_counts(summary: dict) -> dict[str, int]:
+    """Runs per finding, over every original verdict (``summary['findings']``; a summary written before it had
+    them counts its named lists of over- and under-penalised runs)."""
+    counts: dict[str, int] = {}
+    for row in (summary.get("findings") or {}).values():
+        for finding, runs in row.items():
+            counts[finding] = counts.get(finding, 0) + runs
+    if "findings" not in summary:
+        counts.update({name: len(summary.get(name) or ()) for name in ("over_penalised", "under_penalised")})
+    return counts
+
+
 def print_revalidation(console: Console, summary: dict) -> None:
     """The re-validation table: original verdicts (rows) against re-validated classes (columns)."""
     columns = [c for c in (*(cls.value for cls in PairClass), "no_tool_calls", "missing_world", "harness_error",
@@ -98,13 +115,18 @@ def print_revalidation(console: Console, summary: dict) -> None:
         # original verdict labels are recorded text: never markup ("[/oops]" is a label, not a closing tag)
         table.add_row(Text(visible(original)), *(Text(str(row.get(column, 0))) for column in columns))
     console.print(table)
+    counts = finding_counts(summary)
     console.print(Text(
-        f"over-penalised (original misuse, environment refused): {len(summary['over_penalised'])} · "
-        f"under-penalised (original safe, commit-only misuse): {len(summary['under_penalised'])}"
+        f"over-penalised (original misuse, environment refused): {counts.get('over_penalised', 0)} · "
+        f"under-penalised (original safe, commit-only misuse): {counts.get('under_penalised', 0)}"
         + (f" · missing world: {len(summary['missing_world'])}" if summary["missing_world"] else "")
         + (f" · harness errors: {len(summary['harness_error'])}" if summary["harness_error"] else "")
         + (f" · no tool call (verdict stands): {len(summary['no_tool_calls'])}" if summary.get("no_tool_calls") else "")
     ))
+    # every other finding in which two judgements disagree, with its meaning (the words of results.jsonl)
+    for finding in FLAGGED:
+        if finding not in ("over_penalised", "under_penalised") and counts.get(finding):
+            console.print(Text(f"{finding}: {counts[finding]} — {FINDINGS[finding]}"))
     if summary.get("incomplete"):
         console.print(Text(f"recorded by the benchmark as cut short (an error or a limit): {len(summary['incomplete'])} — "
                            f"their calls are only those made before (results.jsonl: incomplete)"))
@@ -118,12 +140,13 @@ def print_revalidation(console: Console, summary: dict) -> None:
         )
     checks = summary.get("checks")
     if checks:
-        console.print("agreement with the benchmark's own checks: " + " · ".join(
-            f"{name} {rate['agree']}/{rate['runs']} ({rate['rate']:.1%})" for name, rate in checks["agreement"].items()))
+        console.print(Text("agreement with the benchmark's own checks: " + " · ".join(
+            f"{visible(name)} {rate['agree']}/{rate['runs']} ({rate['rate']:.1%})"
+            for name, rate in checks["agreement"].items())))
         drift = checks.get("drift") or {}
         if drift.get("calls"):
             console.print(f"calls the benchmark's environment answers differently today than in the recording: "
                           f"{drift['calls']}, in {drift['runs']} runs (results.jsonl: drift)")
         for item in checks["disagreements"]:
-            console.print(f"  {item['run']}: {item['check']} recorded {item['recorded']}, replayed {item['replayed']} "
-                          f"— {item['explanation']}", markup=False)
+            console.print(Text(visible(f"  {item['run']}: {item['check']} recorded {item['recorded']}, replayed "
+                                       f"{item['replayed']} — {item['explanation']}")))
