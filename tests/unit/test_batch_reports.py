@@ -13,10 +13,11 @@ from click.testing import CliRunner
 
 from litmus_replay.replay import batch
 from litmus_replay.replay.cli import main
+from litmus_replay.replay.verdicts import FLAGGED as FLAGGED_FINDINGS
 
 from test_batch import _make_batch, index_rows
 
-FLAGGED = {"over_penalised", "under_penalised", "unscoreable"}
+FLAGGED = set(FLAGGED_FINDINGS)  # the findings in which two judgements disagree: these runs get a page
 ROOT = Path(__file__).resolve().parents[2]
 NAV = re.compile(r'<nav class="run-nav">(.*?)</nav>')
 
@@ -131,6 +132,8 @@ def test_the_shipped_corpus_under_the_default_mode_writes_under_10_mb(tmp_path):
     size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
     assert summary["runs"] == 1200
     pages = len(list((out / "reports").iterdir()))
+    assert pages == sum(runs for row in summary["findings"].values() for finding, runs in row.items()
+                        if finding in FLAGGED)
     assert pages == len(summary["over_penalised"]) + len(summary["under_penalised"]) + sum(
-        row.get("unscoreable", 0) for row in summary["table"].values())
+        row.get("unscoreable", 0) for row in summary["findings"].values())
     assert size <= 10_000_000, f"{size:,} bytes for {pages} pages"
