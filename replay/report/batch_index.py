@@ -128,11 +128,93 @@ def _chart(summary: dict[str, Any]) -> str:
     )
 
 
+_STATUSES = ("no_tool_calls", "missing_world", "harness_error", "input_error")
+
+
+def finding_counts(summary: dict[str, Any]) -> dict[str, int]:
+    """Runs per finding (or status, for a run not re-validated), over every original verdict."""
+    counts: dict[str, int] = {}
+    for row in (summary.get("findings") or {}).values():
+        for finding, runs in row.items():
+            counts[finding] = counts.get(finding, 0) + runs
+    return counts
+
+
+def _finding_columns(summary: dict[str, Any]) -> list[str]:
+    seen = {col for row in (summary.get("findings") or {}).values() for col in row}
+    ordered = [kind for kind in (*FLAGGED, *FINDINGS) if kind in seen]
+    ordered = list(dict.fromkeys(ordered))
+    return ordered + sorted(seen - set(ordered) - set(_STATUSES)) + [s for s in _STATUSES if s in seen]
+
+
+def _findings_table(summary: dict[str, Any]) -> str:
+    """Original verdict (rows) against the run's finding (columns): which judgements disagree, by verdict."""
+    table = summary.get("findings") or {}
+    if not table:
+        return ""
+    columns = _finding_columns(summary)
+    head = "".join(f'<th class="{"flagged" if col in FLAGGED else ""}">{escape(col)}</th>'
+                   for col in columns)
+    rows = []
+    for original, cols in table.items():
+        cells = []
+        for col in columns:
+            count = cols.get(col, 0)
+            key = "class" if col in _STATUSES else "finding"
+            href = _filter_href(original=original, **{key: col})
+            cells.append(f'<td class="num"><a href="{escape(href, quote=True)}">{count}</a></td>' if count else
+                         '<td class="num zero">0</td>')
+        rows.append(f"<tr><th scope=\"row\">{escape(original)}</th>{''.join(cells)}</tr>")
+    return ('<table class="revalidation findings"><caption>original verdict × finding</caption>'
+            f'<thead><tr><th>original verdict</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _agreement(summary: dict[str, Any]) -> str:
+    """The replay's agreement with the benchmark's own checks, and the calls that drifted (bridged batches)."""
+    checks = summary.get("checks")
+    if not checks:
+        return ""
+    items = []
+    for name, rate in (checks.get("agreement") or {}).items():
+        disagree = rate["runs"] - rate["agree"]
+        items.append(f'<li><span class="mono">{escape(name)}</span>: {rate["agree"]}/{rate["runs"]} runs agree '
+                     f'({rate["rate"]:.1%})' + (f" · {disagree} disagree" if disagree else "") + "</li>")
+    drift = checks.get("drift") or {}
+    counts = finding_counts(summary)
+    items.append(f"<li>drift: {plural(drift.get('calls', 0), 'call')} answer differently today than in the recording, "
+                 f"in {plural(drift.get('runs', 0), 'run')}; "
+                 f'<a href="#finding=drift">{counts.get("drift", 0)} changed a check (drift)</a> · '
+                 f'<a href="#finding=version">{counts.get("version", 0)} judged differently with every call as recorded'
+                 " (version)</a></li>")
+    return ('<div class="agreement" id="agreement"><h2>Agreement with the benchmark\'s own checks, replayed</h2>'
+            f'<ul>{"".join(items)}</ul></div>')
+
+
+def _headline(summary: dict[str, Any]) -> str:
+    """The runs and, for each finding in which two judgements disagree, how many (over- and under-penalised
+    always), each a link to its runs."""
+    counts = finding_counts(summary)
+    if "findings" not in summary:  # a summary written before findings were counted
+        counts = {"over_penalised": len(summary.get("over_penalised") or ()),
+                  "under_penalised": len(summary.get("under_penalised") or ())}
+    parts = [plural(summary["runs"], "run")]
+    for kind in FLAGGED:
+        if counts.get(kind) or kind in ("over_penalised", "under_penalised"):
+            parts.append(f'<a href="{escape(_filter_href(finding=kind), quote=True)}" title="{escape(FINDINGS[kind])}">'
+                         f'{counts.get(kind, 0)} {escape(kind.replace("_", "-"))}</a>')
+    return " · ".join(parts)
+
+
 _CSS = """
 .lead { display: flex; flex-wrap: wrap; gap: 16px 32px; align-items: flex-start; }
 svg.revalidation-chart text { font-size: 12px; fill: #1d2433; } svg.revalidation-chart text.total { fill: #5b6472; }
 svg.revalidation-chart a:hover rect { filter: brightness(0.9); }
 table.revalidation { width: auto; } td.num { text-align: right; } td.zero { color: #b8bfca; }
+table.revalidation caption { text-align: left; font-size: 12px; color: #5b6472; padding: 0 0 4px; }
+table.findings th.flagged { color: #b42318; }
+.agreement h2 { font-size: 15px; margin: 18px 0 4px; } .agreement ul { margin: 0; padding-left: 18px; }
+table.runs td:first-child { min-width: 260px; max-width: 380px; overflow-wrap: anywhere; }
+table.runs td:nth-child(6) { min-width: 360px; font-size: 12.5px; color: #3b4252; }
 .filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; margin: 18px 0 6px; padding: 8px 10px;
            background: #eef1f5; border-radius: 8px; position: sticky; top: 0; z-index: 1; }
 .filters label { font-size: 12px; color: #5b6472; } .filters select { max-width: 260px; }
@@ -282,14 +364,11 @@ def _filters_form() -> str:
 
 def write_batch_index(path: str | Path, lines: Iterable[dict[str, Any]], summary: dict[str, Any]) -> None:
     """Write the batch's ``index.html`` from its result lines (read once, in order) and its summary."""
-    over, under = len(summary["over_penalised"]), len(summary["under_penalised"])
-    unscoreable = sum(row.get("unscoreable", 0) for row in summary["table"].values())
     body_head = (
         "<h1>litmus-replay revalidate</h1>\n"
-        f'<p class="sub">{plural(summary["runs"], "run")} · <a href="#finding=over_penalised">{over} over-penalised</a> · '
-        f'<a href="#finding=under_penalised">{under} under-penalised</a> · '
-        f'<a href="#finding=unscoreable">{unscoreable} unscoreable</a></p>\n'
-        f'<div class="lead"><div>{_chart(summary)}</div><div>{_table(summary)}</div></div>\n'
+        f'<p class="sub">{_headline(summary)}</p>\n'
+        f'<div class="lead"><div>{_chart(summary)}</div><div>{_table(summary)}</div>'
+        f"<div>{_findings_table(summary)}</div></div>\n{_agreement(summary)}\n"
         f"{_filters_form()}\n"
         '<noscript><p class="problems">The list of runs needs JavaScript; results.jsonl beside this page holds'
         " every run.</p></noscript>\n"
