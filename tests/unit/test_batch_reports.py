@@ -137,3 +137,53 @@ def test_the_shipped_corpus_under_the_default_mode_writes_under_10_mb(tmp_path):
     assert pages == len(summary["over_penalised"]) + len(summary["under_penalised"]) + sum(
         row.get("unscoreable", 0) for row in summary["findings"].values())
     assert size <= 10_000_000, f"{size:,} bytes for {pages} pages"
+
+
+def _bridged_lines() -> list[dict]:
+    """Result lines as a bridged batch writes them: each flagged finding, checks replayed, a drifted run."""
+    lines = []
+    for number, finding in enumerate(["check_missed_harm", "drift", "version", "stands", "stands", "under_penalised"]):
+        agree = finding not in ("drift", "version")
+        checks = {"security": {"agree": True, "judges": "harm", "recorded": False, "replayed": False},
+                  "utility": {"agree": agree, "judges": "task", "recorded": True, "replayed": agree,
+                              **({} if agree else {"cause": finding, "first_departure": "t1.c1" if finding == "drift"
+                                                   else None, "explanation": "why"})}}
+        lines.append({"run": f"run-{number}" if number else "run-<img src=x>", "file": "runs.json", "task": "t",
+                      "original": "safe", "status": "ok", "revalidated": "confirmed_safe", "finding": finding,
+                      "detail": f"{finding}: the sentence of run {number}", "checks": checks,
+                      "drift": {"calls": 2 if finding == "drift" else 0, "first": "t1.c1" if finding == "drift" else None},
+                      "report": f"reports/{number}.html"})
+    return lines
+
+
+def test_the_index_shows_the_agreement_each_flagged_finding_and_each_runs_detail(tmp_path):
+    from litmus_replay.replay.report.batch_index import GROUPS, write_batch_index
+
+    lines = _bridged_lines()
+    summary = batch.summarise(lines)
+    write_batch_index(tmp_path / "index.html", iter(lines), summary)
+    page = (tmp_path / "index.html").read_text()
+    assert [group for group, _ in GROUPS][: len(FLAGGED_FINDINGS)] == list(FLAGGED_FINDINGS), "a section per finding"
+    agreement = page[page.index('id="agreement"'): page.index("</div>", page.index('id="agreement"'))]
+    assert "security</span>: 6/6 runs agree (100.0%)" in agreement
+    assert "utility</span>: 4/6 runs agree (66.7%) · 2 disagree" in agreement
+    assert "2 calls answer differently today than in the recording, in 1 run" in agreement
+    assert 'href="#finding=drift">1 changed a check (drift)' in agreement
+    findings = page[page.index('<table class="revalidation findings">'):]
+    findings = findings[: findings.index("</table>")]
+    for finding, count in (("check_missed_harm", 1), ("drift", 1), ("version", 1), ("stands", 2)):
+        assert f'href="#original=safe&amp;finding={finding}">{count}</a>' in findings
+    assert 'href="#finding=check_missed_harm" title=' in page and ">1 check-missed-harm</a>" in page
+    assert ">0 over-penalised</a>" in page and ">1 under-penalised</a>" in page
+    rows = {row["run"]: row for row in index_rows(page)}
+    assert rows["run-1"]["detail"] == "drift: the sentence of run 1" and rows["run-1"]["group"] == "drift"
+    assert "<img" not in page.split('id="runs-data"')[1], "a recorded run id stays JSON text"
+
+
+def test_an_index_of_a_batch_without_checks_has_no_agreement_block(tmp_path):
+    from litmus_replay.replay.report.batch_index import write_batch_index
+
+    lines = [{key: value for key, value in line.items() if key not in ("checks", "drift")} for line in _bridged_lines()]
+    write_batch_index(tmp_path / "index.html", iter(lines), batch.summarise(lines))
+    page = (tmp_path / "index.html").read_text()
+    assert 'id="agreement"' not in page and '<table class="revalidation findings">' in page

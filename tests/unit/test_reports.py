@@ -482,3 +482,110 @@ def test_text_reports_leave_out_critical_rules_never_proposed_that_the_page_list
         assert finding.sentence not in terminal.stdout
         assert finding.sentence not in markdown_report([run])
         assert finding.sentence.replace("'", "&#x27;") in trajectory_html(run)
+
+
+# --- the run's judgements, leading every report ---------------------------------------------------------
+
+from dataclasses import replace as _replace  # noqa: E402
+from html import escape as _escape  # noqa: E402
+
+from rich.console import Console  # noqa: E402
+
+from litmus_replay.replay.report.terminal import print_revalidation  # noqa: E402
+from litmus_replay.replay.verdicts import FINDINGS, Disagreement  # noqa: E402
+
+
+def _lead_block(page: str) -> str:
+    start = page.index('<section class="verdict')
+    return page[start: page.index("</section>", start)]
+
+
+def test_the_page_leads_with_the_disagreeing_judgements_and_the_decisive_rule_as_written(symlink):
+    verdict = symlink.verdict
+    assert verdict is not None and verdict.disagreements and verdict.decisive
+    page = trajectory_html(symlink)
+    lead = _lead_block(page)
+    assert page.index('id="verdict"') < page.index('id="summary"') < page.index("Causal graph"), "the block leads"
+    sides = {side for item in verdict.disagreements for side in item.between}
+    from litmus_replay.replay.report.html import JUDGEMENTS
+    for side in sides:
+        assert f"{_escape(JUDGEMENTS[side])}" in lead and f"judgement-{side} disagrees" in lead
+    assert _escape(FINDINGS[verdict.finding]).replace("'", "&#x27;") in lead
+    condition = verdict.decisive["condition"].strip().splitlines()[0]
+    assert _escape(condition, quote=False).replace("'", "&#x27;") in lead, "the rule's condition as written"
+    assert f'href="#call-{verdict.decisive["call"]}"' in lead, "the decisive call links to its row"
+    assert verdict.decisive["rule"] in lead
+    for item in verdict.disagreements:
+        assert f'data-kind="{item.kind}"' in lead
+
+
+def _drifted(run: Analysis, diff: list[str], explanation: str = "t1.c1 drifted") -> Analysis:
+    """``run`` as if the benchmark's check had been replayed and a call now answers differently."""
+    check = {"agree": False, "judges": "task", "recorded": True, "replayed": False, "cause": "drift",
+             "first_departure": "t1.c1", "explanation": explanation, "diff": diff}
+    checks = {"utility": check, "security": {"agree": True, "judges": "harm", "recorded": False, "replayed": False}}
+    verdict = _replace(run.verdict, finding="drift", disagreements=[
+        Disagreement("drift", ("recorded", "check"), f"utility: recorded True, replayed False — {explanation}", "t1.c1")])
+    return _replace(run, verdict=verdict, checks=checks, drift={"calls": 1, "first": "t1.c1"})
+
+
+def test_drift_shows_a_diff_of_the_recorded_and_replayed_outputs_line_by_line(symlink):
+    diff = ["--- recorded", "+++ replayed", "@@ -1,2 +1,2 @@", " kept", "-end_time: 10:00", "+end_time: 11:00"]
+    page = trajectory_html(_drifted(symlink, diff))
+    lead = _lead_block(page)
+    assert "the recorded utility check and the replay disagree" in lead
+    assert '<pre class="diff">' in lead
+    assert '<span class="del">-end_time: 10:00</span>' in lead and '<span class="add">+end_time: 11:00</span>' in lead
+    assert '<span class="hunk">@@ -1,2 +1,2 @@</span>' in lead and '<span class="ctx"> kept</span>' in lead
+    assert "1 call answers differently today" in lead and 'href="#call-t1.c1"' in lead
+    assert "utility check replayed False, recorded True (drift)" in lead.split("</p>")[0], "the lead line"
+    assert lead.count("t1.c1 drifted") == 1, "the explanation is given once"
+
+
+def test_recorded_hostile_text_in_the_lead_stays_escaped(hostile):
+    diff = ["--- recorded", "+++ replayed", f"-{PAYLOAD}", "+\u202e<img src=x onerror=alert(2)>"]
+    run = _drifted(hostile, diff, explanation=f"now answers {PAYLOAD}")
+    decisive = dict(run.verdict.decisive or {"call": "t3.c1", "tool": "update_record", "rule": "any-update"})
+    decisive.update(condition=f"tool == '{PAYLOAD}'", source=PAYLOAD, rule="r<b>1</b>")
+    run = _replace(run, verdict=_replace(run.verdict, decisive=decisive))
+    page = trajectory_html(run)
+    lead = _lead_block(page)
+    assert PAYLOAD not in page and "<img" not in lead and "<b>1" not in lead
+    assert "&lt;script&gt;" in lead and "\\u202e" in lead, "controls and bidi marks shown, not obeyed"
+    assert [tag for tag, _ in _parse(lead).elements if tag in ("script", "img", "b")] == []
+
+
+def test_markdown_and_terminal_lead_with_the_same_line(symlink, tmp_path):
+    from litmus_replay.replay.report.html import lead_text
+
+    lead = lead_text(symlink)
+    assert lead and symlink.verdict.finding in lead and "disagree" in lead
+    text = markdown_report([symlink])
+    assert f"**`{symlink.verdict.finding}`**" in text and "the recorded verdict and the effects committed disagree" in text
+    shown = _invoke("run", SYMLINK)
+    assert shown.exit_code == 0, shown.stderr
+    assert f"= {symlink.verdict.finding}: the recorded verdict and the effects committed disagree" in " ".join(
+        shown.stdout.split()), shown.stdout
+
+
+def test_the_terminal_counts_each_finding_with_its_meaning():
+    summary = {
+        "runs": 9, "table": {"safe": {"confirmed_misuse": 4, "confirmed_safe": 5}},
+        "findings": {"safe": {"check_missed_harm": 2, "drift": 1, "stands": 5, "under_penalised": 1}},
+        "over_penalised": [], "under_penalised": ["r9"], "missing_world": [], "harness_error": [],
+        "checks": {"agreement": {"security": {"agree": 8, "runs": 9, "rate": 0.8889}},
+                   "disagreements": [{"run": "r[/]\x1b[31m", "check": "security", "recorded": False, "replayed": True,
+                                      "first_departure": "t1.c1", "explanation": "drifted"}],
+                   "drift": {"runs": 1, "calls": 2}},
+    }
+    out = io.StringIO()
+    print_revalidation(Console(file=out, width=400, color_system=None), summary)
+    text = out.getvalue()
+    assert "over-penalised (original misuse, environment refused): 0" in text
+    assert "under-penalised (original safe, commit-only misuse): 1" in text
+    assert f"check_missed_harm: 2 — {FINDINGS['check_missed_harm']}" in text
+    assert f"drift: 1 — {FINDINGS['drift']}" in text
+    assert "version:" not in text and "stands:" not in text, "only the flagged findings that occur"
+    assert "agreement with the benchmark's own checks: security 8/9 (88.9%)" in text
+    assert "calls the benchmark's environment answers differently today than in the recording: 2, in 1 runs" in text
+    assert "r[/]\\x1b[31m: security" in text and "\x1b" not in text
