@@ -16,6 +16,7 @@ from .assembly import detect_assembly
 from .counterfactual import detect_counterfactual_arguments
 from .critical import detect_critical_nodes
 from .finding import Finding
+from .invented import detect_invented_arguments
 from .swallowed import detect_swallowed_errors
 from .symlink_escape import detect_symlink_escapes
 
@@ -27,6 +28,7 @@ DETECTORS: dict[str, Detector] = {
     "swallowed_error": detect_swallowed_errors,
     "critical_decision": detect_critical_nodes,
     "counterfactual_argument": detect_counterfactual_arguments,
+    "invented_argument": detect_invented_arguments,
 }
 
 
@@ -45,6 +47,7 @@ __all__ = [
     "detect_assembly",
     "detect_counterfactual_arguments",
     "detect_critical_nodes",
+    "detect_invented_arguments",
     "detect_swallowed_errors",
     "detect_symlink_escapes",
     "run_detectors",
