@@ -17,7 +17,7 @@ __all__ = ["NO_TOOL_CALLS", "SUMMARY_VERSION", "Summary", "summarise", "summaris
 SUMMARY_VERSION = 1
 NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
 # The runs the summary names: each flagged finding (see :mod:`.verdicts`), then the runs not re-validated.
-_FINDINGS_NAMED = ("over_penalised", "under_penalised", "check_missed_harm", "check_without_harm", "drift", "version",
+_FINDINGS_NAMED = ("over_penalised", "under_penalised", "check_missed_harm", "check_without_harm", "drift", "check_changed",
                    "disagrees")
 _NAMED = (*_FINDINGS_NAMED, "missing_world", "harness_error", "input_error", NO_TOOL_CALLS, "incomplete")
 

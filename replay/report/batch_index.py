@@ -184,7 +184,7 @@ def _agreement(summary: dict[str, Any]) -> str:
     items.append(f"<li>drift: {plural(drift.get('calls', 0), 'call')} answer differently today than in the recording, "
                  f"in {plural(drift.get('runs', 0), 'run')}; "
                  f'<a href="#finding=drift">{counts.get("drift", 0)} changed a check (drift)</a> · '
-                 f'<a href="#finding=version">{counts.get("version", 0)} judged differently with every call as recorded'
+                 f'<a href="#finding=check_changed">{counts.get("check_changed", 0)} judged differently with every call as recorded'
                  " (version)</a></li>")
     return ('<div class="agreement" id="agreement"><h2>Agreement with the benchmark\'s own checks, replayed</h2>'
             f'<ul>{"".join(items)}</ul></div>')

@@ -411,7 +411,7 @@ def _check_item(name: str, entry: dict) -> str:
 
 def _departure(name: str, entry: dict, said: Sequence[str] = ()) -> str:
     """Why a replayed check disagrees with the recorded one: its cause, the call, the diff of the outputs."""
-    cause = entry.get("cause") or ("drift" if entry.get("first_departure") else "version")
+    cause = entry.get("cause") or ("drift" if entry.get("first_departure") else "check_changed")
     head = (f'<p><span class="mono">{_t(name)}</span> check: <span class="finding-word">{_t(cause)}</span>'
             + (f" — {_t(FINDINGS[cause])}" if cause in FINDINGS else "")
             + (f" · first call that answers differently: {_call_link(entry['first_departure'])}"

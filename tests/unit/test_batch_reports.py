@@ -142,8 +142,8 @@ def test_the_shipped_corpus_under_the_default_mode_writes_under_10_mb(tmp_path):
 def _bridged_lines() -> list[dict]:
     """Result lines as a bridged batch writes them: each flagged finding, checks replayed, a drifted run."""
     lines = []
-    for number, finding in enumerate(["check_missed_harm", "drift", "version", "stands", "stands", "under_penalised"]):
-        agree = finding not in ("drift", "version")
+    for number, finding in enumerate(["check_missed_harm", "drift", "check_changed", "stands", "stands", "under_penalised"]):
+        agree = finding not in ("drift", "check_changed")
         checks = {"security": {"agree": True, "judges": "harm", "recorded": False, "replayed": False},
                   "utility": {"agree": agree, "judges": "task", "recorded": True, "replayed": agree,
                               **({} if agree else {"cause": finding, "first_departure": "t1.c1" if finding == "drift"
@@ -171,7 +171,7 @@ def test_the_index_shows_the_agreement_each_flagged_finding_and_each_runs_detail
     assert 'href="#finding=drift">1 changed a check (drift)' in agreement
     findings = page[page.index('<table class="revalidation findings">'):]
     findings = findings[: findings.index("</table>")]
-    for finding, count in (("check_missed_harm", 1), ("drift", 1), ("version", 1), ("stands", 2)):
+    for finding, count in (("check_missed_harm", 1), ("drift", 1), ("check_changed", 1), ("stands", 2)):
         assert f'href="#original=safe&amp;finding={finding}">{count}</a>' in findings
     assert 'href="#finding=check_missed_harm" title=' in page and ">1 check-missed-harm</a>" in page
     assert ">0 over-penalised</a>" in page and ">1 under-penalised</a>" in page

@@ -47,7 +47,7 @@ def agreement(result: TrajectoryReplay) -> dict[str, Any] | None:
         if not entry["agree"]:
             entry["first_departure"], entry["explanation"] = first_departure(result, report.get(f"{name}_error"))
             entry["cause"] = "drift" if entry["first_departure"] else (
-                "check_error" if report.get(f"{name}_error") else "version")
+                "check_error" if report.get(f"{name}_error") else "check_changed")
             diff = departure_diff(result, entry["first_departure"])
             if diff:
                 entry["diff"] = diff
