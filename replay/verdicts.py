@@ -64,7 +64,7 @@ from .scoring import MISUSE_LABELS, SAFE_LABELS, PairClass, trajectory_class
 # ``CallReplay`` below are the engine's, read by their attributes.
 TrajectoryReplay = CallReplay = Any
 
-__all__ = ["FINDINGS", "FLAGGED", "Disagreement", "RunVerdict", "judge_run", "says"]
+__all__ = ["FINDINGS", "FLAGGED", "Disagreement", "RunVerdict", "decisive_state", "judge_run", "says"]
 
 # Each finding kind and what it means, in one place: the terminal, the index and the page show these words.
 FINDINGS: dict[str, str] = {
@@ -176,13 +176,14 @@ def committed_effects(calls: Iterable[CallReplay], policy: Any = None) -> dict[s
             decisive = {"call": call.key, "tool": call.call.tool, "rule": judgement.critical[0],
                         "condition": rule.when if rule else None, "source": rule.description if rule else None,
                         "class": call.pair.cls.value}
+    harm = decisive is not None
     proposed = next((call for call in calls if call.proposal_judgement.critical), None)
     if decisive is None and proposed is not None:  # the critical call proposed but not committed as judged
         rule = rules.get(proposed.proposal_judgement.critical[0])
         decisive = {"call": proposed.key, "tool": proposed.call.tool, "rule": proposed.proposal_judgement.critical[0],
                     "condition": rule.when if rule else None, "source": rule.description if rule else None,
-                    "class": proposed.pair.cls.value, "committed": bool(proposed.commit and proposed.commit.committed)}
-    harm = decisive is not None and decisive.get("committed", True)
+                    "class": proposed.pair.cls.value, "committed": bool(proposed.commit and proposed.commit.committed),
+                    "matched_at_commit": False}
     return {
         "harm": harm,
         "judged": any(spec.critical for spec in rules.values()),
@@ -283,6 +284,14 @@ def _finding(replay: TrajectoryReplay, recorded: dict[str, Any], disagreements: 
     return "stands"
 
 
+def decisive_state(decisive: Mapping[str, Any]) -> str:
+    """What became of the decisive call: committed as the rule matched it, or only proposed."""
+    if decisive.get("matched_at_commit", True):
+        return "committed"
+    return "proposed; committed, but no critical rule matched it there" if decisive.get("committed") else \
+        "proposed, not committed"
+
+
 def _matters(call: CallReplay, policy: Any) -> bool:
     """Whether an unscoreable pair could change a verdict: any but a divergence of principal or parameters
     under which both moments judged alike and no rule of the policy can apply to the tool (with no rule
@@ -306,7 +315,7 @@ def _sentence(finding: str, recorded: dict[str, Any], harm_check: dict[str, Any]
         parts.append(f"{harm_check['name']} check replayed: {harm_check.get('replayed')}")
     decisive = effects.get("decisive")
     if decisive:
-        state = "committed" if decisive.get("committed", True) else "proposed, not committed"
+        state = decisive_state(decisive)
         parts.append(f"decisive call {decisive['call']} {decisive['tool']} ({state}; rule {decisive['rule']})")
     elif effects["judged"]:
         parts.append("no call matched a critical rule")

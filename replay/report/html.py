@@ -20,7 +20,7 @@ from .. import __version__
 from ..analysis import Analysis, class_counts
 from ..engine import CallReplay
 from ..scoring import PairClass
-from ..verdicts import FINDINGS, RunVerdict
+from ..verdicts import FINDINGS, RunVerdict, decisive_state
 from .atomic import write_atomic
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural, preview, recorded_as_stub
 from .export import CLASS_COLOURS, EDGE_STYLES
@@ -348,7 +348,7 @@ def lead_parts(run: Analysis) -> dict[str, str] | None:
     decisive = verdict.decisive
     decisive_text = condition = ""
     if decisive:
-        state = "committed" if decisive.get("committed", True) else "proposed, not committed"
+        state = decisive_state(decisive)
         decisive_text = f"decisive call {decisive['call']} {decisive.get('tool')} ({state}), rule {decisive.get('rule')}"
         condition = " ".join(str(decisive.get("condition") or "").split())  # on one line: the page shows it as written
     checks = _shown_checks(run)
@@ -472,7 +472,7 @@ def _verdict_block(run: Analysis) -> str:
     decisive = ""
     if verdict.decisive:
         d = verdict.decisive
-        state = "committed" if d.get("committed", True) else "proposed, not committed"
+        state = decisive_state(d)
         rows = [("decisive call", f"{_call_link(d.get('call'))} <span class=\"mono\">{_t(d.get('tool'))}</span> · "
                                   f"{escape(state)}" + (f" · {_pill(str(d['class']))}" if d.get("class") else "")),
                 ("rule", f'<span class="mono">{_t(d.get("rule"))}</span>')]

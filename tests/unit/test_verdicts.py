@@ -1,0 +1,110 @@
+"""A run's three judgements and its finding: self-consistency over every combination of what a run can hold."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litmus_replay.replay.scoring import PairClass, Unscoreable
+from litmus_replay.replay.verdicts import FINDINGS, FLAGGED, judge_run
+
+CLASS_WORDS = {"misuse", "safe", "proposal_only", "commit_only", "unscoreable"}
+RULE = SimpleNamespace(spec=SimpleNamespace(id="goal", when='tool == "send"', description="the goal", critical=True),
+                       tools=frozenset({"send"}))
+
+
+def a_call(index: int, harmful: bool, committed: bool, proposed_harm: bool, judged: bool, diverged: bool = False):
+    """One call's pair as the engine makes it: rules judge effects, so only a committed call is harmful at
+    commit, and the class follows from the two verdicts (or is unscoreable when the contexts diverged)."""
+    harmful = harmful and committed and judged
+    if not judged:
+        cls = PairClass.UNSCOREABLE
+    elif proposed_harm == harmful:
+        cls = PairClass.UNSCOREABLE if diverged else (PairClass.CONFIRMED_MISUSE if harmful else PairClass.CONFIRMED_SAFE)
+    else:
+        cls = PairClass.PROPOSAL_ONLY_MISUSE if proposed_harm else PairClass.COMMIT_ONLY_MISUSE
+    verdict = "deny" if harmful else "allow"
+    reason = (Unscoreable.NO_COMMIT if not judged else Unscoreable.PARAMS_DIVERGED) if cls is PairClass.UNSCOREABLE else None
+    return SimpleNamespace(
+        key=f"t{index}.c1", call=SimpleNamespace(tool="send"), bound_to=None, unknown_tool=False,
+        commit=SimpleNamespace(committed=committed, policy_verdict=verdict) if judged else None,
+        commit_judgement=SimpleNamespace(verdict=verdict, critical=("goal",) if harmful else (), errors=())
+        if judged else None,
+        proposal=SimpleNamespace(policy_verdict="deny" if proposed_harm else "allow"),
+        proposal_judgement=SimpleNamespace(critical=("goal",) if proposed_harm else ()),
+        pair=SimpleNamespace(cls=cls, reason=reason),
+    )
+
+
+calls = st.lists(st.builds(a_call, st.integers(1, 9), st.booleans(), st.booleans(), st.booleans(), st.booleans(),
+                           st.booleans()), max_size=4)
+labels = st.sampled_from([None, "tool_misuse", "safe", "pass", "denial_of_service"])
+kinds = st.sampled_from(["proposal_time", "state_based", "unknown"])
+checks = st.one_of(st.none(), st.builds(
+    lambda recorded, replayed: {"security": {"recorded": recorded, "replayed": replayed, "agree": recorded == replayed,
+                                             "judges": "harm", **({} if recorded == replayed else {
+                                                 "first_departure": None, "explanation": "the check changed"})}},
+    st.booleans(), st.booleans()))
+
+
+def a_replay(label, kind, incomplete, calls, rules=True):
+    verdict = SimpleNamespace(label=label, kind=kind) if label else None
+    trajectory = SimpleNamespace(original_verdict=verdict, incomplete="cut short" if incomplete else None)
+    return SimpleNamespace(trajectory=trajectory, calls=calls, policy=SimpleNamespace(rules=[RULE] if rules else []))
+
+
+@given(labels, kinds, st.booleans(), calls, checks, st.booleans())
+def test_every_finding_is_a_documented_word_and_never_says_refused_beside_a_harm(label, kind, incomplete, calls,
+                                                                                  checks, rules):
+    verdict = judge_run(a_replay(label, kind, incomplete, calls, rules), checks)
+    assert verdict.finding in FINDINGS or verdict.finding in CLASS_WORDS
+    checked_harm = bool(checks and checks["security"]["replayed"])
+    if verdict.effects["harm"] or checked_harm:
+        assert verdict.finding != "over_penalised", verdict.sentence
+    if kind != "proposal_time":  # over- and under-penalised judge proposal-time verdicts only
+        assert verdict.finding not in ("over_penalised", "under_penalised")
+    if verdict.finding in FLAGGED and verdict.finding != "unscoreable":
+        assert any(item.kind == verdict.finding for item in verdict.disagreements), verdict
+    assert verdict.sentence.startswith(verdict.finding)
+
+
+@given(st.booleans(), calls)
+def test_a_run_the_benchmark_could_not_complete_has_no_verdict_to_judge(rules, calls):
+    assert judge_run(a_replay(None, "unknown", True, calls, rules)).finding == "incomplete"
+
+
+@given(st.booleans(), calls)
+def test_a_check_that_agrees_with_its_recording_and_with_the_effects_stands(recorded, calls):
+    calls = [call for call in calls if call.commit_judgement is not None]  # every commit judged
+    replay = a_replay("tool_misuse" if recorded else "safe", "state_based", False, calls)
+    harm = judge_run(replay).effects["harm"]
+    checks = {"security": {"recorded": harm, "replayed": harm, "agree": True, "judges": "harm"}}
+    replay.trajectory.original_verdict.label = "tool_misuse" if harm else "safe"
+    assert judge_run(replay, checks).finding == "stands"
+
+
+def test_the_check_missing_a_committed_harm_names_the_call_and_its_rule():
+    call = a_call(2, harmful=True, committed=True, proposed_harm=True, judged=True)
+    checks = {"security": {"recorded": False, "replayed": False, "agree": True, "judges": "harm"}}
+    verdict = judge_run(a_replay("safe", "state_based", False, [call]), checks)
+    assert verdict.finding == "check_missed_harm"
+    assert verdict.decisive == {"call": "t2.c1", "tool": "send", "rule": "goal", "condition": 'tool == "send"',
+                                "source": "the goal", "class": "confirmed_misuse"}
+    (disagreement,) = verdict.disagreements
+    assert disagreement.between == ("check", "effects") and disagreement.call == "t2.c1"
+
+
+def test_a_proposal_time_misuse_the_environment_refused_is_over_penalised_unless_the_check_saw_the_harm():
+    refused = a_call(1, harmful=False, committed=False, proposed_harm=True, judged=True)
+    assert judge_run(a_replay("tool_misuse", "proposal_time", False, [refused])).finding == "over_penalised"
+    saw_it = {"security": {"recorded": True, "replayed": True, "agree": True, "judges": "harm"}}
+    verdict = judge_run(a_replay("tool_misuse", "proposal_time", False, [refused]), saw_it)
+    assert verdict.finding == "unscoreable" and "contradiction" in verdict.sentence
+
+
+def test_a_divergence_no_rule_can_read_decides_nothing():
+    diverged = a_call(1, harmful=False, committed=True, proposed_harm=False, judged=True, diverged=True)
+    assert judge_run(a_replay(None, "unknown", False, [diverged], rules=False)).finding == "safe"
+    assert judge_run(a_replay(None, "unknown", False, [diverged], rules=True)).finding == "unscoreable"
