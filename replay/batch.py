@@ -305,13 +305,30 @@ _WORKER: dict[str, Any] = {}
 _WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once, in threads
 
 
-def _worker_state(worlds_dir: str | None, runtime: str) -> dict[str, Any]:
-    """This process's worlds and runtime, opened on first use and kept for every later run."""
-    key = (worlds_dir, runtime)
+# The batch's --benchmark-version, as this process's world providers read it (a bridge with versions,
+# such as AgentDojo's, replays every run with it); set while a worker's state is open.
+BENCHMARK_VERSION_VARIABLE = "LITMUS_BENCHMARK_VERSION"
+
+
+def _put_environ(name: str, value: str | None) -> str | None:
+    """Set (or, with None, remove) one environment variable; returns the value it had."""
+    previous = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    return previous
+
+
+def _worker_state(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> dict[str, Any]:
+    """This process's worlds and runtime, opened on first use and kept for every later run; the world
+    providers it opens see ``benchmark_version`` (see :data:`BENCHMARK_VERSION_VARIABLE`)."""
+    key = (worlds_dir, runtime, benchmark_version)
     with _WORKER_LOCK:
         if _WORKER.get("key") != key:
             _close_worker_locked()
-            _WORKER.update(key=key, worlds=WorldCatalog.load(worlds_dir), runtime=get_runtime(runtime))
+            previous = _put_environ(BENCHMARK_VERSION_VARIABLE, benchmark_version)
+            _WORKER.update(key=key, environ=previous, worlds=WorldCatalog.load(worlds_dir), runtime=get_runtime(runtime))
             _close_at_worker_exit()
         return dict(_WORKER)
 
@@ -346,18 +363,20 @@ def close_worker() -> None:
 
 def _close_worker_locked() -> None:
     runtime = _WORKER.pop("runtime", None)
+    if "environ" in _WORKER:  # the variable as it was before this state (this process may be the batch's own)
+        _put_environ(BENCHMARK_VERSION_VARIABLE, _WORKER["environ"])
     _WORKER.clear()
     if runtime is not None:
         runtime.close()
 
 
 def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None,
-                reports: str = "all") -> list[dict[str, Any]]:
+                reports: str = "all", benchmark_version: str | None = None) -> list[dict[str, Any]]:
     """Re-validate a chunk of runs in this process; one result line per run, never an exception.
 
     With ``out_dir``, the HTML pages ``reports`` asks for are written under ``out_dir/reports/``.
     """
-    state = _worker_state(worlds_dir, runtime)
+    state = _worker_state(worlds_dir, runtime, benchmark_version)
     pages = None if out_dir is None or reports == "none" else (out_dir, reports)
     runs = [run.loaded() for run in runs]
     listed = (state["worlds"].listed(run.trajectory) for run in runs if run.trajectory.call_count())
@@ -365,11 +384,11 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
     return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
 
 
-def warm_worker(worlds_dir: str | None, runtime: str) -> None:
+def warm_worker(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> None:
     """Open this process's worlds and runtime before its first chunk comes (a worker's start-up); a failure
     here is left for the chunk to meet, and to report run by run."""
     try:
-        _worker_state(worlds_dir, runtime)
+        _worker_state(worlds_dir, runtime, benchmark_version)
     except Exception:
         pass
 
@@ -675,7 +694,8 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
     """Make one run's page from the batch's ``results.jsonl``, as the batch writes it (byte for byte):
     the run is read again from its file and replayed against its task's world. Returns the page's path.
 
-    The worlds, format and runtime default to those the batch recorded in ``batch.json``.
+    The worlds, format and runtime default to those the batch recorded in ``batch.json``; the run is
+    replayed with the benchmark version the batch was given (``benchmark_version`` there), if any.
     """
     out = Path(out)
     results = out / RESULTS
@@ -693,10 +713,14 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
         worlds_dir = base / recorded["worlds"]
     # the task the line was replayed under: a resumed batch may have been given another --task since
     trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), line.get("task"))
+    version = recorded.get("benchmark_version")
+    previous = _put_environ(BENCHMARK_VERSION_VARIABLE, version if isinstance(version, str) and version else None)
     try:
         world = WorldCatalog.load(worlds_dir).find(trajectory)
     except NoWorld as exc:
         raise InputError(str(worlds_dir) if worlds_dir is not None else None, "task", str(exc)) from None
+    finally:
+        _put_environ(BENCHMARK_VERSION_VARIABLE, previous)
     real = get_runtime(runtime or recorded.get("runtime") or "sandbox")
     try:
         replay = Replayer(world.policy, real_runtime=real).replay(trajectory, world.world, world.key, world.bindings)
@@ -935,10 +959,15 @@ def run_batch(
     reports: str | bool = "flagged",
     progress: Progress | None = None,
     task: str | None = None,
+    benchmark_version: str | None = None,
 ) -> dict[str, Any]:
     """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
 
     ``task`` is the task key of the runs whose files name none (their worlds are found by it).
+
+    ``benchmark_version`` is the version every run of a benchmark with versions (AgentDojo) is replayed
+    with, whatever the run records; None leaves each run's own. The caller checks it names a version the
+    benchmark has (the command line does); a run its version lacks a task of is ``missing_world``.
 
     ``reports`` says which runs get a page: ``"flagged"`` (the verdicts that do not stand), ``"all"`` or
     ``"none"`` (True and False mean all and none).
@@ -979,7 +1008,7 @@ def run_batch(
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
         writer = ResultsFile(results_path, Summary())
-        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime), indent=2) + "\n")
+        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, benchmark_version), indent=2) + "\n")
     except OSError as exc:
         found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
@@ -1023,8 +1052,9 @@ def run_batch(
 
     # Absolute paths: a Dask worker was started in a directory of its own.
     worlds = str(Path(worlds_dir).resolve()) if worlds_dir is not None else None
-    work = partial(replay_runs, worlds_dir=worlds, runtime=runtime, out_dir=str(out.resolve()), reports=reports)
-    warm = partial(warm_worker, worlds, runtime)
+    work = partial(replay_runs, worlds_dir=worlds, runtime=runtime, out_dir=str(out.resolve()), reports=reports,
+                   benchmark_version=benchmark_version)
+    warm = partial(warm_worker, worlds, runtime, benchmark_version)
     try:
         if executor == "dask":
             execute_dask(todo, scheduler, work, on_line, chunk, warm=warm)
@@ -1074,8 +1104,9 @@ class _RuntimeCheck:
         return self._notice
 
 
-def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str) -> dict[str, Any]:
+def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str,
+                  benchmark_version: str | None = None) -> dict[str, Any]:
     """What a page made later needs to replay a run as this batch did; run files are relative to ``base``."""
     return {"batch": "litmus-replay.revalidate", "version": SUMMARY_VERSION, "base": os.getcwd(),
             "worlds": str(Path(worlds_dir).resolve()) if worlds_dir is not None else None, "format": fmt,
-            "runtime": runtime}
+            "runtime": runtime, "benchmark_version": benchmark_version}

@@ -8,6 +8,7 @@ report still holds them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -278,6 +279,36 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         click.echo(text, nl=False)
 
 
+def _check_benchmark_options(benchmark_version: str | None) -> None:
+    """Exit 2 with one line, before anything is written, on a ``--benchmark-version`` the installed AgentDojo
+    does not define, or a bad ``LITMUS_AGENTDOJO_RULES`` file (which would otherwise cost every AgentDojo run
+    its world). The bridge is imported only here, and only when one of them is given."""
+    rules = os.environ.get("LITMUS_AGENTDOJO_RULES")
+    if not benchmark_version and not rules:
+        return
+    if benchmark_version:
+        from litmus_replay.envs.bridges.agentdojo import BridgeUnavailable
+        from .bridges.agentdojo.versions import known_versions
+
+        try:
+            known = known_versions()
+        except BridgeUnavailable as exc:
+            _fail(f"--benchmark-version: {exc}")
+            sys.exit(EXIT_BAD_INPUT)
+        if benchmark_version not in known:
+            _fail(f"--benchmark-version: the installed AgentDojo has no benchmark version {benchmark_version!r}; "
+                  f"known: {', '.join(known)}")
+            sys.exit(EXIT_BAD_INPUT)
+    if rules and importlib.util.find_spec("agentdojo") is not None:  # the rules matter only where AgentDojo runs
+        from .bridges.agentdojo import user_rules
+
+        try:
+            user_rules(rules)
+        except InputError as exc:
+            _fail(f"LITMUS_AGENTDOJO_RULES: {exc.line()}")
+            sys.exit(EXIT_BAD_INPUT)
+
+
 @main.command("revalidate")
 @_limit_option
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
@@ -297,9 +328,12 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
               help="Which runs get an HTML page: those whose verdict does not stand (over-penalised, "
                    "under-penalised, unscoreable), every run, or none. `litmus-replay report` makes any later.")
 @click.option("--no-reports", is_flag=True, help="The same as --reports none.")
+@click.option("--benchmark-version", "benchmark_version", metavar="VERSION", envvar="LITMUS_BENCHMARK_VERSION",
+              help="Replay every AgentDojo run with this benchmark version (v1.2.1), even one that records its own "
+                   "(default: the run's own, else the earliest from v1.1 on that has every task the run names).")
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, task_key: str | None, runtime: str,
                        jobs: int, executor: str, scheduler: str | None, out_dir: str, reports: str,
-                       no_reports: bool) -> None:
+                       no_reports: bool, benchmark_version: str | None) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes.
 
@@ -334,6 +368,9 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     if runtime not in runtime_names():  # one that cannot run here says so from the batch, before --out
         _fail(f"--runtime: {UnknownRuntime(runtime, runtime_names())}")
         sys.exit(EXIT_BAD_INPUT)
+    benchmark_version = benchmark_version.strip() if benchmark_version else None
+    _check_benchmark_options(benchmark_version)
+
     def notice(text: str) -> None:
         bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
 
@@ -343,7 +380,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         try:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
                                        scheduler=scheduler, reports="none" if no_reports else reports,
-                                       progress=hooks, task=task_key)
+                                       progress=hooks, task=task_key, benchmark_version=benchmark_version)
         finally:
             if bar.live.is_started:
                 bar.stop()
@@ -379,9 +416,11 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
               help="Runtime for real semantics (default: the batch's).")
 def report_command(run_id: str, out_dir: str, worlds_dir: str | None, runtime: str | None) -> None:
     """Make one run's HTML page from a batch's results.jsonl, as the batch would have written it: the run
-    is read from its file again and replayed against its task's world. Prints the page's path."""
+    is read from its file again and replayed against its task's world (with the benchmark version the
+    batch was given). Prints the page's path."""
     from . import batch
 
+    _check_benchmark_options(None)
     try:
         path = batch.write_run_page(out_dir, run_id, worlds_dir=worlds_dir, runtime=runtime)
     except (UnknownRuntime, RuntimeUnavailable) as exc:
