@@ -293,15 +293,19 @@ def decisive_state(decisive: Mapping[str, Any]) -> str:
 
 
 def _matters(call: CallReplay, policy: Any) -> bool:
-    """Whether an unscoreable pair could change a verdict: any but a divergence of principal or parameters
-    under which both moments judged alike and no rule of the policy can apply to the tool (with no rule
-    to read them, the divergent values decide nothing)."""
+    """Whether an unscoreable pair could change a verdict. One cannot: the environment only filled in what
+    the call left implicit (the commit's parameters are the proposal's and more: the recipient a scheduled
+    transfer keeps), both moments judged alike, and no rule of the policy can apply to the tool. A principal
+    that diverged always matters: acting as someone else is the seed's case, rule or no rule."""
     if call.pair.cls is not PairClass.UNSCOREABLE:
         return False
     reason = call.pair.reason.value if call.pair.reason else None
-    if reason not in ("params_diverged", "principal_diverged") or call.commit is None:
+    if reason != "params_diverged" or call.commit is None:
         return True
     if call.proposal.policy_verdict != call.commit.policy_verdict:
+        return True
+    proposed, committed = call.proposal.resolved_params, call.commit.resolved_params
+    if any(key not in committed or committed[key] != value for key, value in proposed.items()):
         return True
     tools = {call.call.tool, call.bound_to}
     return any(rule.tools is None or rule.tools & tools for rule in getattr(policy, "rules", ()))
