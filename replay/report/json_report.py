@@ -23,6 +23,7 @@ def trajectory_document(run: Analysis) -> dict[str, Any]:
     """One trajectory: the replay's own fields, then its findings and graph, then its calls."""
     document = run.replay.to_dict()
     calls = document.pop("calls")
+    document["verdict"] = run.verdict.to_dict() if run.verdict else None
     document["findings"] = [finding.to_dict() for finding in run.findings]
     document["graph"] = graph_document(run.graph)
     document["calls"] = calls

@@ -260,6 +260,29 @@ class FindingDoc(_Closed):
 class OriginalVerdictDoc(_Closed):
     label: str
     flagged_call: str | None
+    kind: Literal["proposal_time", "state_based", "unknown"] = Field(
+        "unknown", description="What the label judged: the proposed calls, the state after the run, or unknown.")
+
+
+class DisagreementDoc(_Closed):
+    """Two judgements of a run that disagree, and the finding kind that names it."""
+
+    kind: str
+    between: list[Literal["recorded", "check", "effects"]]
+    sentence: str
+    call: str | None
+
+
+class RunVerdictDoc(_Closed):
+    """The run's three judgements side by side (see litmus_replay.replay.verdicts) and its finding."""
+
+    finding: str
+    recorded: dict[str, Any] = Field(..., description="The recorded verdict: label, kind, and what it says.")
+    check: dict[str, Any] | None = Field(..., description="The benchmark's own harm check, replayed, if any.")
+    effects: dict[str, Any] = Field(..., description="What the real world committed, as the policy judges it.")
+    disagreements: list[DisagreementDoc]
+    decisive: dict[str, Any] | None = Field(..., description="The decisive call, its rule and the rule's condition.")
+    sentence: str
 
 
 class RevalidationDoc(_Closed):
@@ -280,6 +303,7 @@ class TrajectoryDoc(_Closed):
     principal: str
     original_verdict: OriginalVerdictDoc | None
     revalidation: RevalidationDoc
+    verdict: RunVerdictDoc | None
     findings: list[FindingDoc]
     graph: GraphDoc
     calls: list[CallDoc]

@@ -28,7 +28,8 @@ EXTERNAL = Path(__file__).resolve().parents[1] / "fixtures" / "external"
 FORMATS = ["agentdojo", "anthropic", "inspect", "mcp", "native", "openai-chat", "openai-responses", "otel", "tau-bench", "tau2-bench"]
 # One folder per format; agentdojo-runs/ is a whole corpus of runs, replayed by test_agentdojo_bridge.py.
 SAMPLES = sorted(p for p in EXTERNAL.glob("*/*")
-                 if p.parent.name != "agentdojo-runs" and p.name not in ("SOURCE.txt", ".gitattributes"))
+                 if p.parent.name not in ("agentdojo-runs", "agentdojo-regression")  # run trees, read by their own tests
+                 and p.name not in ("SOURCE.txt", ".gitattributes"))
 NO_TOOL_CALL = {
     "inspect/log_tool_call_error.json",  # only role=tool messages, no assistant tool_calls
 }
