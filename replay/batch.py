@@ -43,7 +43,6 @@ from . import limits
 from .analysis import analyse
 # summarise and summarise_checks are part of this module's interface too
 from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401
-from .bridges import benchmark_checks
 from .engine import Replayer
 from .errors import InputError, UnknownName
 from .model import Trajectory
@@ -441,20 +440,24 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
     try:
         replay = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.key, world.bindings)
         analysis = analyse(replay, source=run.file)
-        if pages is not None and wants_page(pages[1], replay.revalidation.finding):
+        if pages is not None and wants_page(pages[1], analysis.replay.revalidation.finding):
             report = report_path(run.run_id)
             write_atomic(Path(pages[0]) / report, trajectory_html(analysis, _UNLINKED))
     except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
         return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
-    revalidation = replay.revalidation
-    bridged = benchmark_checks(replay)
-    if bridged is not None:
-        line["checks"], line["drift"] = bridged
+    revalidation = analysis.replay.revalidation
+    verdict = analysis.verdict
+    if analysis.checks is not None:
+        line["checks"], line["drift"] = analysis.checks, analysis.drift
     return {
         **line,
         "status": "ok",
         "revalidated": revalidation.revalidated.value,
         "finding": revalidation.finding,
+        "original_kind": verdict.recorded["kind"],
+        "disagreements": [item.to_dict() for item in verdict.disagreements],
+        "decisive": verdict.decisive,
+        "detail": verdict.sentence,
         "calls": len(replay.calls),
         "classes": dict(sorted(Counter(cls.value for cls in analysis.classes.values()).items())),
         "critical": {key: cls.value for key, cls in revalidation.critical.items()},

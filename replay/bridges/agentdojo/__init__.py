@@ -88,6 +88,7 @@ def run_coordinates(trajectory: Trajectory, benchmark_version: str | None = None
         "user_task": user_task,
         "injection_task": injection_task,
         "injections": injections,
+        "attack_type": extra.get("attack_type") if isinstance(extra.get("attack_type"), str) else None,
     }
 
 
@@ -132,7 +133,7 @@ class AgentDojoWorlds:
         # Every run's version when given (``revalidate --benchmark-version``, which sets the variable in its
         # workers); else each run's own, recorded or inferred (see :mod:`.versions`).
         self.benchmark_version = benchmark_version or os.environ.get(VERSION_VARIABLE) or None
-        self._policies: dict[tuple[str, str, str, str | None], Policy] = {}
+        self._policies: dict[tuple[str, str, str, str | None, str | None], Policy] = {}
         self._lock = threading.Lock()
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
@@ -164,11 +165,11 @@ class AgentDojoWorlds:
                          self.policy(version, suite_name, run), frozenset(bridge.SUITE_TOOLS[suite_name]))
 
     def policy(self, version: str, suite_name: str, run: dict[str, Any]) -> Policy:
-        key = (version, suite_name, run["user_task"], run["injection_task"])
+        key = (version, suite_name, run["user_task"], run["injection_task"], run.get("attack_type"))
         with self._lock:
             policy = self._policies.get(key)
             if policy is None:
-                spec = benchmark_policy(version, suite_name, run["user_task"], run["injection_task"])
+                spec = benchmark_policy(version, suite_name, run["user_task"], run["injection_task"], run.get("attack_type"))
                 spec = PolicySpec(rules=[*spec.rules, *self.extra_rules])
                 policy = self._policies[key] = Policy.compile(spec, f"agentdojo {version} {suite_name}")
             return policy
