@@ -290,6 +290,18 @@ def require_calls(trajectories: list[Trajectory], file: str, field: str, detail:
     return trajectories
 
 
+def user_texts(messages: Doc) -> list[str]:
+    """The text of every ``role: user`` message, in order: what the user asked for, which a value the agent
+    passes may come from (the invented-argument detector and a bridge's version inference read it)."""
+    texts = []
+    for message in messages.elements():
+        if isinstance(message.value, dict) and message.value.get("role") == "user":
+            text = text_of(message.opt("content"))
+            if text:
+                texts.append(text)
+    return texts
+
+
 def walk_chat_messages(
     messages: Doc, builder: "Builder", arguments_key: str, result_of: Callable[[Doc, str | None], dict[str, Any]]
 ) -> None:

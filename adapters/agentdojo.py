@@ -16,8 +16,8 @@ Mapping:
   a server error). A denial-of-service attack's ``security`` is ``not utility``: ``denial_of_service``
   or ``no_denial_of_service``.
   ``utility``, ``security``, the attack, the run-level ``error`` and the recorded ``injections`` (vector ->
-  text) are kept in ``Source.extra``; a run-level ``error`` (the pipeline raised) also marks the run
-  ``incomplete``.
+  text) are kept in ``Source.extra``, with the text of the user's messages (``user_messages``); a
+  run-level ``error`` (the pipeline raised) also marks the run ``incomplete``.
 - **principal** — not recorded (the user is named only in the system prompt): the default principal.
 - **task** — ``agentdojo/{suite}/{user_task}``: every suite has a ``user_task_0``.
 - **id** — the TraceLogger path, ``{pipeline}/{suite}/{user_task}/{attack|none}/{injection|none}``.
@@ -30,7 +30,7 @@ from typing import Any
 
 from litmus_replay.replay.model import OriginalVerdict, Trajectory
 
-from ._build import Builder, error, ok, recorded_error, require_calls, task_key, walk_chat_messages
+from ._build import Builder, error, ok, recorded_error, require_calls, task_key, user_texts, walk_chat_messages
 from ._doc import Doc, read_json
 from .base import Adapter, Probe, register_adapter
 
@@ -106,7 +106,7 @@ class AgentDojoAdapter(Adapter):
             task=task_key(self.name, root.str_at("suite_name"), root.str_at("user_task_id")),
             original=original_verdict(root),
             run_id=root.str_at("pipeline_name"),
-            extra=_extra(root),
+            extra={**_extra(root), "user_messages": user_texts(messages)},
             incomplete=recorded_error(root.value.get("error")),  # the pipeline raised: the run stopped there
         )
         return require_calls([trajectory], root.file, messages.path)

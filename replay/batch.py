@@ -138,8 +138,10 @@ class Discovery:
     """
 
     def __init__(self, paths: Iterable[str | Path] = (), fmt: str = "auto", *, task: str | None = None,
+                 original_kind: str | None = None,
                  on_complete: Callable[["Discovery"], None] | None = None) -> None:
-        """``task``: the task key of every run whose file names none (see :func:`read_runs`)."""
+        """``task``: the task key of every run whose file names none; ``original_kind``: the kind of every
+        recorded verdict whose file does not say it (see :func:`read_runs`)."""
         self.spool = Spool()
         self.index = RunIndex()
         self.found_runs = 0  # runs found so far
@@ -147,6 +149,7 @@ class Discovery:
         self._files = _run_files(paths)
         self._fmt = fmt
         self._task = task
+        self._original_kind = original_kind
         self._on_complete = on_complete
 
     def step(self) -> bool:
@@ -176,7 +179,7 @@ class Discovery:
         index = self.index
         try:
             limits.check_file_size(item)
-            trajectories = read_runs(item, self._fmt, self._task)
+            trajectories = read_runs(item, self._fmt, self._task, self._original_kind)
         except (InputError, UnknownName) as exc:
             index.add_unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             return
@@ -279,13 +282,24 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     return Discovery(paths, fmt).read_all()
 
 
-def read_runs(file: Path, fmt: str, task: str | None = None) -> list[Trajectory]:
+def read_runs(file: Path, fmt: str, task: str | None = None, original_kind: str | None = None) -> list[Trajectory]:
     """A file's runs; with ``task``, each run whose file names no task gets that one. Some formats never
-    name one (Anthropic messages, MCP, OpenTelemetry spans), so their runs find a world only this way."""
+    name one (Anthropic messages, MCP, OpenTelemetry spans), so their runs find a world only this way.
+    With ``original_kind``, each recorded verdict of unknown kind gets that one: the user's word for what
+    their benchmark's scorer judged (``proposal_time`` makes over- and under-penalised findings possible)."""
     trajectories = load_trajectories(file, fmt)
-    if task is None:
-        return trajectories
-    return [run if run.task else run.model_copy(update={"task": task}) for run in trajectories]
+    if task is not None:
+        trajectories = [run if run.task else run.model_copy(update={"task": task}) for run in trajectories]
+    if original_kind is not None:
+        trajectories = [_with_kind(run, original_kind) for run in trajectories]
+    return trajectories
+
+
+def _with_kind(run: Trajectory, kind: str) -> Trajectory:
+    verdict = run.original_verdict
+    if verdict is None or verdict.kind != "unknown":
+        return run
+    return run.model_copy(update={"original_verdict": verdict.model_copy(update={"kind": kind})})
 
 
 def _within(file: Path, root: Path) -> str:
@@ -303,6 +317,9 @@ def _within(file: Path, root: Path) -> str:
 _WORKER: dict[str, Any] = {}
 _WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once, in threads
 
+
+# What a user may say the recorded verdicts judged (--original-kind), where a run's file does not say it.
+ORIGINAL_KINDS = ("proposal_time", "state_based")
 
 # The batch's --benchmark-version, as this process's world providers read it (a bridge with versions,
 # such as AgentDojo's, replays every run with it); set while a worker's state is open.
@@ -715,7 +732,9 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
     if worlds_dir is None and recorded.get("worlds"):
         worlds_dir = base / recorded["worlds"]
     # the task the line was replayed under: a resumed batch may have been given another --task since
-    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), line.get("task"))
+    kind = recorded.get("original_kind")
+    trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), line.get("task"),
+                                      kind if kind in ORIGINAL_KINDS else None)
     version = recorded.get("benchmark_version")
     previous = _put_environ(BENCHMARK_VERSION_VARIABLE, version if isinstance(version, str) and version else None)
     try:
@@ -744,9 +763,10 @@ def _read_batch_record(out: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
-def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str, task: str | None = None) -> Trajectory:
+def _recorded_trajectory(file: Path, line: dict[str, Any], fmt: str, task: str | None = None,
+                         original_kind: str | None = None) -> Trajectory:
     """The trajectory a result line names: by its place in the file where the run id carries one, else by id."""
-    trajectories = read_runs(file, fmt, task)
+    trajectories = read_runs(file, fmt, task, original_kind)
     place = re.fullmatch(r".*#(\d+)(?:~\d+)?", line["run"]) if "@" in line["run"] else None
     if place is not None and int(place.group(1)) < len(trajectories):
         candidate = trajectories[int(place.group(1))]
@@ -963,10 +983,13 @@ def run_batch(
     progress: Progress | None = None,
     task: str | None = None,
     benchmark_version: str | None = None,
+    original_kind: str | None = None,
 ) -> dict[str, Any]:
     """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
 
     ``task`` is the task key of the runs whose files name none (their worlds are found by it).
+    ``original_kind`` (``proposal_time`` or ``state_based``) is what the recorded verdicts judged, for the
+    runs whose files do not say it.
 
     ``benchmark_version`` is the version every run of a benchmark with versions (AgentDojo) is replayed
     with, whatever the run records; None leaves each run's own. The caller checks it names a version the
@@ -995,9 +1018,11 @@ def run_batch(
     task = task.strip() if task is not None else None
     if task == "":
         raise InputError(None, "--task", "an empty task key: give the key a world in --worlds is named by")
+    if original_kind is not None and original_kind not in ORIGINAL_KINDS:
+        raise InputError(None, "--original-kind", f"unknown kind {original_kind!r}: use one of {', '.join(ORIGINAL_KINDS)}")
     WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
     checked = _RuntimeCheck(runtime)
-    found = Discovery(paths, fmt, task=task, on_complete=lambda done: progress.total(done.index.count()))
+    found = Discovery(paths, fmt, task=task, original_kind=original_kind, on_complete=lambda done: progress.total(done.index.count()))
     while not checked.done() and found.step():  # discovery goes on while the runtime is opened
         pass
     try:
@@ -1011,7 +1036,8 @@ def run_batch(
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
         writer = ResultsFile(results_path, Summary())
-        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, benchmark_version), indent=2) + "\n")
+        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, benchmark_version, original_kind),
+                                                  indent=2) + "\n")
     except OSError as exc:
         found.close()
         raise InputError(str(out), None, f"cannot write results there: {exc.strerror or exc}") from None
@@ -1108,8 +1134,8 @@ class _RuntimeCheck:
 
 
 def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str,
-                  benchmark_version: str | None = None) -> dict[str, Any]:
+                  benchmark_version: str | None = None, original_kind: str | None = None) -> dict[str, Any]:
     """What a page made later needs to replay a run as this batch did; run files are relative to ``base``."""
     return {"batch": "litmus-replay.revalidate", "version": SUMMARY_VERSION, "base": os.getcwd(),
             "worlds": str(Path(worlds_dir).resolve()) if worlds_dir is not None else None, "format": fmt,
-            "runtime": runtime, "benchmark_version": benchmark_version}
+            "runtime": runtime, "benchmark_version": benchmark_version, "original_kind": original_kind}

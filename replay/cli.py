@@ -325,15 +325,20 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
 @click.option("--reports", "reports", type=click.Choice(["all", "flagged", "none"]), default="flagged", show_default=True,
-              help="Which runs get an HTML page: those whose verdict does not stand (over-penalised, "
-                   "under-penalised, unscoreable), every run, or none. `litmus-replay report` makes any later.")
+              help="Which runs get an HTML page: those in which two judgements disagree (over- or under-penalised, "
+                   "a check that disagrees with the effects, drift, unscoreable), every run, or none. "
+                   "`litmus-replay report` makes any later.")
 @click.option("--no-reports", is_flag=True, help="The same as --reports none.")
 @click.option("--benchmark-version", "benchmark_version", metavar="VERSION", envvar="LITMUS_BENCHMARK_VERSION",
               help="Replay every AgentDojo run with this benchmark version (v1.2.1), even one that records its own "
                    "(default: the run's own, else the earliest from v1.1 on that has every task the run names).")
+@click.option("--original-kind", "original_kind", metavar="KIND",
+              help="What the recorded verdicts judged where a run's file does not say it: proposal_time (a harness "
+                   "scored the proposed calls; over- and under-penalised findings apply) or state_based (a check "
+                   "of the environment after the run).")
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, task_key: str | None, runtime: str,
                        jobs: int, executor: str, scheduler: str | None, out_dir: str, reports: str,
-                       no_reports: bool, benchmark_version: str | None) -> None:
+                       no_reports: bool, benchmark_version: str | None, original_kind: str | None) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes.
 
@@ -380,7 +385,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         try:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
                                        scheduler=scheduler, reports="none" if no_reports else reports,
-                                       progress=hooks, task=task_key, benchmark_version=benchmark_version)
+                                       progress=hooks, task=task_key, benchmark_version=benchmark_version,
+                                       original_kind=original_kind)
         finally:
             if bar.live.is_started:
                 bar.stop()

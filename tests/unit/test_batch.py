@@ -387,3 +387,20 @@ def test_a_chunk_tells_its_runtime_the_worlds_it_is_about_to_open(tmp_path, monk
     with_calls = [run.trajectory for run in chunk if run.trajectory.call_count()]
     assert hints == [([catalog.find(trajectory).world for trajectory in with_calls], "real")]
     assert hints[0][0] == opened and opened
+
+
+def test_a_verdict_of_unknown_kind_is_judged_as_the_user_names_it(tmp_path):
+    """Over- and under-penalised judge proposal-time verdicts only: a log that does not say what its scorer
+    judged gets the neutral finding, until the user names the kind (and report replays it the same way)."""
+    worlds, runs, _ = _make_batch(tmp_path)
+    text = (runs / "runs.jsonl").read_text()
+    (runs / "runs.jsonl").write_text(text.replace('"kind":"proposal_time"', '"kind":"unknown"'))
+    unnamed = batch.run_batch([runs], worlds, tmp_path / "unnamed", runtime="inprocess", reports="none")
+    assert unnamed["over_penalised"] == unnamed["under_penalised"] == []
+    assert len(unnamed["disagrees"]) == 7  # the five refusals and the two commits, each said once, neutrally
+    named = batch.run_batch([runs], worlds, tmp_path / "named", runtime="inprocess", reports="none",
+                            original_kind="proposal_time")
+    assert len(named["over_penalised"]) == 5 and len(named["under_penalised"]) == 2
+    assert json.loads((tmp_path / "named" / "batch.json").read_text())["original_kind"] == "proposal_time"
+    page = batch.write_run_page(tmp_path / "named", named["over_penalised"][0], runtime="inprocess")
+    assert "over_penalised" in page.read_text()

@@ -32,7 +32,8 @@ def a_call(index: int, harmful: bool, committed: bool, proposed_harm: bool, judg
         commit=SimpleNamespace(committed=committed, policy_verdict=verdict,
                                resolved_params={"id": 7, **({"recipient": "B"} if diverged else {})})
         if judged else None,
-        commit_judgement=SimpleNamespace(verdict=verdict, critical=("goal",) if harmful else (), errors=())
+        commit_judgement=SimpleNamespace(verdict=verdict, critical=("goal",) if harmful else (),
+                                         matched=("goal",) if harmful else (), errors=())
         if judged else None,
         proposal=SimpleNamespace(policy_verdict="deny" if proposed_harm else "allow", resolved_params={"id": 7}),
         proposal_judgement=SimpleNamespace(critical=("goal",) if proposed_harm else ()),
