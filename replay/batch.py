@@ -472,9 +472,10 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
         "revalidated": revalidation.revalidated.value,
         "finding": revalidation.finding,
         "original_kind": verdict.recorded["kind"],
-        "disagreements": [item.to_dict() for item in verdict.disagreements],
-        "decisive": verdict.decisive,
-        "detail": verdict.sentence,
+        **({"disagreements": [item.to_dict() for item in verdict.disagreements]} if verdict.disagreements else {}),
+        # the decisive call and its rule (the rule's condition and source are on the page)
+        **({"decisive": {key: verdict.decisive[key] for key in ("call", "tool", "rule")}} if verdict.decisive else {}),
+        **({"detail": verdict.sentence} if verdict.flagged or verdict.finding == "incomplete" else {}),
         "calls": len(replay.calls),
         "classes": dict(sorted(Counter(cls.value for cls in analysis.classes.values()).items())),
         "critical": {key: cls.value for key, cls in revalidation.critical.items()},

@@ -114,28 +114,10 @@ ul.findings li { margin: 4px 0; } .sev { font-weight: 700; text-transform: upper
 footer { margin-top: 28px; color: #8a93a3; font-size: 12px; }
 nav.run-nav { display: flex; gap: 6px 18px; flex-wrap: wrap; margin: 0 0 12px; font-size: 13px; }
 nav.run-nav .none { color: #8a93a3; }
-section.verdict { border: 1px solid #d8dde5; border-left: 6px solid #5b6472; border-radius: 8px; background: #fff;
-                  padding: 10px 14px; margin: 8px 0 18px; }
-section.verdict.flagged { border-left-color: #b42318; }
-section.verdict p.lead { font-size: 15px; margin: 0 0 4px; } section.verdict p.meaning { margin: 0 0 10px; color: #5b6472; }
-.finding-word { font-family: ui-monospace, Menlo, Consolas, monospace; font-weight: 700; }
-.judgements { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 10px; margin: 8px 0; }
-.judgement { border: 1px solid #d8dde5; border-radius: 6px; padding: 6px 10px; background: #fbfcfd; }
-.judgement.disagrees { border-color: #b42318; background: #fff6f5; }
-.judgement h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .3px; color: #5b6472; margin: 0 0 4px; }
-.judgement .says { font-weight: 600; } .judgement ul { margin: 2px 0; padding-left: 16px; }
-.agree { color: #2f7d4a; font-weight: 600; } .disagree { color: #b42318; font-weight: 600; }
-ul.disagreements { margin: 6px 0; padding-left: 18px; } ul.disagreements li { margin: 2px 0; }
-dl.decisive { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; margin: 8px 0 0; }
-dl.decisive dt { color: #5b6472; } dl.decisive dd { margin: 0; }
-code.condition { display: inline-block; background: #f4f6f9; border: 1px solid #e3e7ee; border-radius: 4px; padding: 1px 6px;
-                 font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; white-space: pre-wrap;
-                 word-break: break-word; }
-.check-departure { margin: 10px 0 0; }
-pre.diff { white-space: pre-wrap; word-break: break-word; max-height: 320px; overflow: auto; background: #f8f9fb;
-           border: 1px solid #e3e7ee; border-radius: 4px; padding: 6px; margin: 4px 0; font-size: 12.5px; }
-pre.diff span { display: block; } pre.diff .del { background: #fde7e7; color: #8f1a12; }
-pre.diff .add { background: #e3f4e6; color: #1e5e34; } pre.diff .hunk { color: #2563a8; } pre.diff .file { color: #5b6472; }
+section.verdict { border-left: 6px solid #5b6472; padding: 2px 12px; } section.verdict.flagged { border-left-color: #b42318; }
+.judgements { display: flex; flex-wrap: wrap; gap: 10px; } .judgement { flex: 1 1 220px; border: 1px solid #d8dde5; padding: 0 10px; }
+.judgement.disagrees { border-color: #b42318; } .judgement h3 { font-size: 12px; color: #5b6472; } .finding-word { font-weight: 700; }
+code.condition { white-space: pre-wrap; word-break: break-word; }
 """ + EDGE_CSS
 
 
@@ -302,11 +284,19 @@ def _disagreeing(verdict: RunVerdict, checks: dict[str, dict]) -> list[str]:
     return [name for name in JUDGEMENTS if name in named]
 
 
-def _which_disagree(verdict: RunVerdict, checks: dict[str, dict]) -> str:
+def _which_disagree(verdict: RunVerdict, checks: dict[str, dict], run: Analysis | None = None) -> str:
     """Which judgements disagree, in words: a replayed check that departs from its recorded result is named
     (``the recorded utility check and its replay disagree``), as are the judgements of every other
-    disagreement."""
+    disagreement; an unscoreable run names the calls whose contexts cannot be compared, an incomplete one
+    says the benchmark recorded no verdict."""
     phrases: list[str] = []
+    if verdict.finding == "incomplete":
+        phrases.append("the benchmark cut the run short and recorded no verdict")
+    if verdict.finding == "unscoreable" and run is not None:
+        cannot = [f"{call.key} ({call.pair.reason.value if call.pair.reason else 'unscoreable'})"
+                  for call in run.replay.calls if call.pair.cls.value == "unscoreable"][:3]
+        if cannot:
+            phrases.append("the two contexts of " + ", ".join(cannot) + " cannot be compared")
     departing = [name for name, entry in sorted(checks.items()) if not entry.get("agree", True)]
     for item in verdict.disagreements:
         if set(item.between) == {"recorded", "check"} and departing:
@@ -328,12 +318,12 @@ def _effects_words(verdict: RunVerdict) -> str:
     effects = verdict.effects
     decisive = verdict.decisive or {}
     if not effects.get("judged"):
-        return "no critical rule for this run"
+        return "no rule for this run"
     if effects.get("harm"):
         return f"harm committed ({decisive.get('call')} {decisive.get('tool')})"
     if decisive:
         return f"harm proposed ({decisive.get('call')} {decisive.get('tool')}), not committed"
-    return "no harm committed: no call committed a change a critical rule matches"
+    return "no committed call matched a rule"
 
 
 def lead_parts(run: Analysis) -> dict[str, str] | None:
@@ -344,7 +334,7 @@ def lead_parts(run: Analysis) -> dict[str, str] | None:
     verdict = run.verdict
     if verdict is None:
         return None
-    judgements = _which_disagree(verdict, _shown_checks(run))
+    judgements = _which_disagree(verdict, _shown_checks(run), run)
     decisive = verdict.decisive
     decisive_text = condition = ""
     if decisive:
@@ -386,6 +376,15 @@ def _call_link(key: str | None) -> str:
     if not key:
         return ""
     return f'<a class="mono" href="#{escape("call-" + key, quote=True)}">{_t(key)}</a>'
+
+
+# Only pages that show a diff carry its rules.
+_DIFF_CSS = """
+pre.diff { white-space: pre-wrap; word-break: break-word; max-height: 320px; overflow: auto; background: #f8f9fb;
+           border: 1px solid #e3e7ee; padding: 6px; font-size: 12.5px; }
+pre.diff span { display: block; } pre.diff .del { background: #fde7e7; } pre.diff .add { background: #e3f4e6; }
+pre.diff .hunk { color: #2563a8; } pre.diff .file { color: #5b6472; }
+"""
 
 
 def _diff_html(lines: Sequence[str]) -> str:
@@ -436,7 +435,7 @@ def _verdict_block(run: Analysis) -> str:
             + (f" · {_t(parts['decisive'])}: <code class=\"condition\">{_t(parts['condition'])}</code>"
                if parts["decisive"] and parts["condition"] else f" · {_t(parts['decisive'])}" if parts["decisive"]
                else f" · {_t(parts['effects'])}")
-            + f" · {_t(parts['check'])}</p>")
+            + (f" · {_t(parts['check'])}" if checks else "") + "</p>")
     meaning = f'<p class="meaning">{_t(parts["meaning"])}</p>' if parts["meaning"] else ""
 
     def column(side: str, body: str) -> str:
@@ -455,12 +454,11 @@ def _verdict_block(run: Analysis) -> str:
                        f' than in the recording; first {_call_link(run.drift.get("first"))}</div>')
     effects = verdict.effects
     effects_body = f'<div class="says">{_t(parts["effects"])}</div>'
-    if effects.get("class"):
-        effects_body += f'<div class="sub">run class {_pill(str(effects["class"]))}</div>'
     if effects.get("undetermined"):
         effects_body += ('<div class="sub">commit not judged: '
                          + ", ".join(_call_link(key) for key in effects["undetermined"]) + "</div>")
-    judgements = ('<div class="judgements">' + column("recorded", recorded_body) + column("check", check_body)
+    judgements = ('<div class="judgements">' + column("recorded", recorded_body)
+                  + (column("check", check_body) if checks or run.drift else "")
                   + column("effects", effects_body) + "</div>")
     disagreements = ""
     if verdict.disagreements:
@@ -481,7 +479,7 @@ def _verdict_block(run: Analysis) -> str:
                 _t(line) for line in str(d["condition"]).strip().splitlines()) + "</code>"))
         if d.get("source"):
             rows.append(("where the rule comes from", _t(d["source"])))
-        decisive = '<dl class="decisive">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
+        decisive = '<dl class="summary decisive">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
     said = [item.sentence for item in verdict.disagreements]
     departures = "".join(_departure(name, entry, said) for name, entry in sorted(checks.items()) if not entry.get("agree", True))
     flagged = " flagged" if verdict.flagged else ""
@@ -493,11 +491,9 @@ def _summary(run: Analysis) -> str:
     result = run.replay
     trajectory = result.trajectory
     revalidation = result.revalidation
-    original = trajectory.original_verdict.label if trajectory.original_verdict else "none"
     rows = [
         ("principal", escape(trajectory.principal)),
-        ("original verdict", escape(original)),
-        ("re-validated", _pill(revalidation.revalidated.value) + f" · {escape(revalidation.finding)}"),
+        ("re-validated", _pill(revalidation.revalidated.value)),
     ]
     if trajectory.incomplete:
         rows.append(("cut short", '<span class="problems">' + escape(trajectory.incomplete)
@@ -525,16 +521,17 @@ def trajectory_html(run: Analysis, nav: PageNav | None = None) -> str:
     task = result.trajectory.task
     if task:
         description = f'<p class="sub">task: {escape(task)}</p>'
+    verdict = _verdict_block(run)
     body = (
         (nav_html(nav) + "\n" if nav is not None else "")
         + f"<h1>{escape(name)} · trajectory <span class=\"mono\">{escape(result.trajectory.id)}</span></h1>\n"
-        f"{description}{_verdict_block(run)}\n{_summary(run)}\n"
+        f"{description}{verdict}\n{_summary(run)}\n"
         f"<h2>Causal graph</h2>\n{_legend()}\n"
         f'<div class="graph-wrap">{graph_svg(run.graph, result, run.findings)}</div>\n'
         f"<h2>Calls</h2>\n{_pair_table(run)}\n"
         f"<h2>Findings</h2>\n{_findings(run)}"
     )
-    return html_page(f"litmus-replay · {title}", body)
+    return html_page(f"litmus-replay · {title}", body, css=_DIFF_CSS if 'class="diff"' in verdict else "")
 
 
 class IndexEntry(NamedTuple):
