@@ -75,7 +75,9 @@ def run_coordinates(trajectory: Trajectory, benchmark_version: str | None = None
         version, source = recorded, "recorded"
     else:
         try:
-            inferred = infer_version(suite, user_task, injection_task, injections)
+            messages = extra.get("user_messages") or []
+            prompt = messages[0] if messages and isinstance(messages[0], str) else None
+            inferred = infer_version(suite, user_task, injection_task, injections, prompt, injections.values())
         except bridge.BridgeUnavailable as exc:
             raise NoWorld(str(exc)) from None
         if inferred.version is None:

@@ -20,6 +20,14 @@ earliest version that has everything a run names is the closest to the one the r
 workspace injection tasks ``injection_task_6`` to ``injection_task_13`` exist from ``v1.2`` on, so a
 run attacked with one of them was made with ``v1.2`` or later).
 
+4. Among the versions that have every name, the run's own words decide where versions differ: the
+   earliest version whose user task prompt is the one the run recorded (its first user message), and whose
+   injection task's goal is the one its injection texts carry. AgentDojo rewrote prompts and goals between
+   versions (banking ``user_task_15`` names the landlord's new account ``US133…`` up to ``v1.1`` and
+   ``CA133…`` from ``v1.1.1`` on; banking's goals changed in ``v1.2``), and a run replayed under the wrong
+   text takes the user's own request for the attacker's. Where no version's text matches (an attack that
+   paraphrases the goal, a prompt the pipeline rewrote), the text says nothing and rule 3 stands.
+
 A run that names something no version from ``v1.1`` on knows gets no version, and a reason naming the
 versions tried; its line is ``missing_world``. Answers are cached per (suite, names), so inferring costs
 a dictionary look-up per run once a worker has met a combination.
@@ -63,7 +71,7 @@ def candidate_versions() -> list[str]:
 
 
 def infer_version(suite: str, user_task: str, injection_task: str | None = None,
-                  vectors: Iterable[str] = ()) -> Inferred:
+                  vectors: Iterable[str] = (), prompt: str | None = None, injection_texts: Iterable[str] = ()) -> Inferred:
     """The earliest candidate version that has the suite, the user task (or an injection task run on its
     own), the injection task and every injection vector named.
 
@@ -72,7 +80,56 @@ def infer_version(suite: str, user_task: str, injection_task: str | None = None,
     >>> infer_version("banking", "user_task_0", "injection_task_99").reason  # doctest: +ELLIPSIS
     "no injection task 'injection_task_99' in AgentDojo banking in any version tried (v1.1, ...)"
     """
-    return _infer(suite, user_task, injection_task, frozenset(vectors))
+    named = _infer(suite, user_task, injection_task, frozenset(vectors))
+    if named.version is None or (not prompt and not injection_texts):
+        return named
+    later = candidate_versions()
+    later = [version for version in later[later.index(named.version):]
+             if _lacks(version, suite, user_task, injection_task, frozenset(vectors)) is None]
+    return Inferred(_by_text(later, suite, user_task, injection_task, prompt, tuple(injection_texts)))
+
+
+def _by_text(versions: list[str], suite: str, user_task: str, injection_task: str | None, prompt: str | None,
+             texts: tuple[str, ...]) -> str:
+    """The earliest of ``versions`` whose prompt and goal the run's recorded text carries (rule 4)."""
+    evidence: list[list[bool]] = []
+    if prompt:
+        recorded = _plain(prompt)
+        said = [_plain(_prompt(version, suite, user_task)) for version in versions]
+        evidence.append(_fullest([bool(text) and (text in recorded or recorded in text) for text in said], said))
+    if injection_task and texts:
+        carried = [_plain(text) for text in texts]
+        goals = [_plain(_goal(version, suite, injection_task)) for version in versions]
+        evidence.append(_fullest([bool(goal) and any(goal in text for text in carried) for goal in goals], goals))
+    evidence = [matches for matches in evidence if any(matches)]  # text no version wrote says nothing
+    for index, version in enumerate(versions):
+        if all(matches[index] for matches in evidence):
+            return version
+    return versions[0]
+
+
+def _fullest(matches: list[bool], texts: list[str]) -> list[bool]:
+    """Of the versions whose text the run carries, those whose text is not part of a longer one it carries
+    too (v1.2's goal adds a sentence to v1.1's: a run carrying v1.2's carries v1.1's as well)."""
+    return [matched and not any(other_matched and text != other and text in other
+                                for other, other_matched in zip(texts, matches))
+            for text, matched in zip(texts, matches)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+@functools.lru_cache(maxsize=4096)
+def _prompt(version: str, suite: str, task_id: str) -> str:
+    task = bridge.find_task(_suites(version)[suite], task_id)
+    return str(getattr(task, "PROMPT", None) or getattr(task, "GOAL", None) or "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _goal(version: str, suite: str, task_id: str) -> str:
+    return str(getattr(_suites(version)[suite].injection_tasks.get(task_id), "GOAL", "") or "")
 
 
 @functools.lru_cache(maxsize=4096)
