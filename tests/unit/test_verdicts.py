@@ -116,3 +116,16 @@ def test_a_parameter_the_environment_filled_in_that_no_rule_can_read_decides_not
     diverged.pair.reason = Unscoreable.PRINCIPAL_DIVERGED  # acting as someone else always matters
     diverged.commit.resolved_params["id"] = 7
     assert judge_run(a_replay(None, "unknown", False, [diverged], rules=False)).finding == "unscoreable"
+
+
+def test_the_readme_documents_every_finding_with_its_meaning():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("## Findings: which judgements disagree"):]
+    table = table[:table.index("\n## ")] if "\n## " in table else table
+    for finding in FINDINGS:
+        if finding == "stands_for_another_reason":
+            assert f"`{finding}`" in table
+        else:
+            assert f"| `{finding}` |" in table, f"the README's findings table lacks {finding}"
