@@ -40,7 +40,7 @@ from litmus_replay.adapters import get_adapter, load_trajectories
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from . import limits
-from .analysis import analyse
+from .analysis import Analysis, analyse
 # summarise and summarise_checks are part of this module's interface too
 from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401
 from .engine import Replayer
@@ -51,7 +51,7 @@ from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
 from .report.html import PageNav, trajectory_html, with_nav
 from .run_index import Found, OffsetIndex, RunIndex
 from .spool import Spool
-from .worlds import NoWorld, WorldCatalog
+from .worlds import NoWorld, TaskWorld, WorldCatalog
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -455,8 +455,8 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
     unknown = Counter(call.tool for _, call in run.trajectory.calls() if call.tool not in world.known_tools)
     report = None
     try:
-        replay = Replayer(world.policy, real_runtime=runtime).replay(run.trajectory, world.world, world.key, world.bindings)
-        analysis = analyse(replay, source=run.file)
+        analysis, world = replay_in(world, run.trajectory, runtime, run.file)
+        replay = analysis.replay
         if pages is not None and wants_page(pages[1], analysis.replay.revalidation.finding):
             report = report_path(run.run_id)
             write_atomic(Path(pages[0]) / report, trajectory_html(analysis, _UNLINKED))
@@ -466,6 +466,7 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
     verdict = analysis.verdict
     if analysis.checks is not None:
         line["checks"], line["drift"] = analysis.checks, analysis.drift
+        line["world"] = world.source  # which version of the benchmark the checks were replayed in
     return {
         **line,
         "status": "ok",
@@ -484,6 +485,26 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
         "unknown_tools": dict(sorted(unknown.items())),
         "report": report,
     }
+
+
+def replay_in(world: TaskWorld, trajectory: Trajectory, runtime: Runtime,
+              source: str | None = None) -> tuple[Analysis, TaskWorld]:
+    """A run replayed and analysed in its world; where its replayed checks disagree with its recorded ones
+    and the provider names other worlds the run may have been made in (``TaskWorld.others``), the first of
+    them that reproduces every recorded check is the run's world instead, and the one returned."""
+    def replayed(candidate: TaskWorld) -> Analysis:
+        replay = Replayer(candidate.policy, real_runtime=runtime).replay(
+            trajectory, candidate.world, candidate.key, candidate.bindings)
+        return analyse(replay, source=source)
+
+    analysis = replayed(world)
+    if world.others is None or all(check.get("agree", True) for check in (analysis.checks or {}).values()):
+        return analysis, world
+    for other in world.others():
+        candidate = replayed(other)
+        if candidate.checks and all(check.get("agree", True) for check in candidate.checks.values()):
+            return candidate, other
+    return analysis, world
 
 
 def _safe_name(run_id: str) -> str:
@@ -746,11 +767,11 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
         _put_environ(BENCHMARK_VERSION_VARIABLE, previous)
     real = get_runtime(runtime or recorded.get("runtime") or "sandbox")
     try:
-        replay = Replayer(world.policy, real_runtime=real).replay(trajectory, world.world, world.key, world.bindings)
+        analysis, _ = replay_in(world, trajectory, real, line["file"])
     finally:
         real.close()
     path = out / report_path(run_id)
-    write_atomic(path, trajectory_html(analyse(replay, source=line["file"]), nav))
+    write_atomic(path, trajectory_html(analysis, nav))
     return path
 
 

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -74,7 +74,10 @@ class TaskWorld:
     """The world, compiled policy and bindings that the runs of one task key replay against.
 
     ``tools`` are the domain tools the world offers; ``bindings`` map further recorded tool names onto them.
-    ``source`` says where it came from (a file, or a provider's name), for messages.
+    ``source`` says where it came from (a file, or a provider's name), for messages. ``others``, where a
+    provider gives it, lists the worlds the run may equally have been made in (another version of its
+    benchmark, when the run names none): a run whose replayed checks disagree with its recorded ones is
+    replayed in them, and the first that reproduces every recorded check is the run's world.
     """
 
     key: str
@@ -83,6 +86,7 @@ class TaskWorld:
     policy: Policy
     tools: frozenset[str]
     bindings: Bindings = field(default_factory=Bindings)
+    others: Callable[[], list["TaskWorld"]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def known_tools(self) -> frozenset[str]:

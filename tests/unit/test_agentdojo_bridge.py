@@ -183,12 +183,18 @@ def test_a_disagreement_names_the_first_call_that_departs_from_the_recording(shi
     data = original.model_dump()
     data["source"]["extra"]["security"] = False  # as if the run had been scored safe
     first = data["turns"][0]["calls"][0]
-    first["result"] = {"status": "ok", "output": "an answer the environment does not give", "error": None}
+    first["result"] = {"status": "error", "output": None, "error": "ValueError: a failure the environment does not give"}
     trajectory = Trajectory.model_validate(data)
     world = provider.world_for(trajectory)
     check = agreement(Replayer(world.policy).replay(trajectory, world.world))["security"]
     assert check == {**check, "recorded": False, "replayed": True, "agree": False, "first_departure": first["key"]}
-    assert "drifted" in check["explanation"]
+    assert "drifted" in check["explanation"] and check["cause"] == "drift"
+    # a call that only reads and answers otherwise today changes nothing a check judges by: named, not the cause
+    first["result"] = {"status": "ok", "output": "an answer the environment does not give", "error": None}
+    trajectory = Trajectory.model_validate(data)
+    check = agreement(Replayer(world.policy).replay(trajectory, world.world))["security"]
+    assert check["cause"] == "check_changed" and check["first_departure"] is None
+    assert f"only read answer differently — {first['key']}" in check["explanation"]
 
 
 # --- the policy and the pair classes ------------------------------------------------------------------

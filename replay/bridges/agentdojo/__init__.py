@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from ...worlds import NoWorld, TaskWorld
 from ...yaml_io import read_yaml
 from .checks import agreement, departs, drift, first_departure
 from .policy import STATE_CHANGING, benchmark_policy
-from .versions import EARLIEST, infer_version
+from .versions import EARLIEST, candidate_versions, infer_version
 
 __all__ = ["AgentDojoWorlds", "STATE_CHANGING", "UNVERSIONED", "agreement", "benchmark_policy", "departs", "drift",
            "final_answer", "first_departure", "run_coordinates", "user_rules"]
@@ -140,7 +141,25 @@ class AgentDojoWorlds:
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
         run = run_coordinates(trajectory, self.benchmark_version)
-        suite_name, version = run["suite"], run["version"]
+        world = self._world(trajectory, run, run["version"])
+        if run["version_from"] == "inferred":  # the run names no version: later ones may have made it
+            later = [version for version in candidate_versions()
+                     if candidate_versions().index(version) > candidate_versions().index(run["version"])]
+            world = replace(world, others=lambda: self._others(trajectory, run, later))
+        return world
+
+    def _others(self, trajectory: Trajectory, run: dict[str, Any], versions: list[str]) -> list[TaskWorld]:
+        """The run's world in each later version that has everything the run names."""
+        worlds = []
+        for version in versions:
+            try:
+                worlds.append(self._world(trajectory, run, version))
+            except NoWorld:
+                continue
+        return worlds
+
+    def _world(self, trajectory: Trajectory, run: dict[str, Any], version: str) -> TaskWorld:
+        suite_name = run["suite"]
         try:
             suite = bridge.suite_for(version, suite_name)
         except bridge.BridgeUnavailable as exc:

@@ -65,26 +65,40 @@ def drift(result: TrajectoryReplay) -> dict[str, Any]:
 
 
 def first_departure(result: TrajectoryReplay, check_error: str | None = None) -> tuple[str | None, str]:
-    """The first call whose replayed answer departs from the recording, and a sentence saying what that means."""
+    """The first call whose replayed answer departs from the recording in a way that can move a check, and a
+    sentence saying what that means.
+
+    The agent's calls are fixed in a replay, so a call that only reads and answers differently today changes
+    nothing the checks judge by (the final state and the calls made); a departure can explain a check that
+    disagrees only where the call changed the environment, or failed where it succeeded (or the reverse).
+    Where every such call answered as recorded, the check itself judges differently now; reads that
+    answer differently are named, since the environment's data differs there."""
+    reads: list[str] = []
     for replay in result.calls:
         recorded = replay.call.result
         real = replay.real
-        if recorded is None or real is None:
+        if recorded is None or real is None or not departs(recorded, real.status, real.output, real.error):
             continue
-        if departs(recorded, real.status, real.output, real.error):
-            said, got = _answer(recorded.status, recorded.output, recorded.error), _answer(real.status, real.output, real.error)
-            lines = _changed_lines(said, got)
-            if lines:
-                before, after = lines
-                what = f"where the run recorded {_preview(before)!r} it now answers {_preview(after)!r}"
-            else:
-                what = "its answer differs in layout only"
-            return replay.key, (f"{replay.key} {replay.call.tool}: {what} (the benchmark's environment has "
-                                f"drifted since the run)")
+        flipped = (recorded.status == "error") != (real.status == "error")
+        effects = real.effects
+        if not flipped and not (effects.created or effects.changed or effects.deleted):
+            reads.append(replay.key)
+            continue
+        said, got = _answer(recorded.status, recorded.output, recorded.error), _answer(real.status, real.output, real.error)
+        lines = _changed_lines(said, got)
+        if lines:
+            before, after = lines
+            what = f"where the run recorded {_preview(before)!r} it now answers {_preview(after)!r}"
+        else:
+            what = "its answer differs in layout only"
+        return replay.key, (f"{replay.key} {replay.call.tool}: {what} (the benchmark's environment has "
+                            f"drifted since the run)")
     if check_error:
         return None, f"the check failed on the replayed state: {check_error}"
-    return None, ("every call answered as recorded: the check itself judges differently in this benchmark "
-                  "version than when the run was scored")
+    also = (f" (calls that only read answer differently — {', '.join(reads[:3])}: the environment's data differs "
+            "there, which the check may read)") if reads else ""
+    return None, ("every call that changed the environment answered as recorded: the check itself judges "
+                  f"differently in this benchmark version than when the run was scored{also}")
 
 
 def departure_diff(result: TrajectoryReplay, key: str | None, limit: int = 12) -> list[str]:
