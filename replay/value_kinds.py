@@ -9,6 +9,8 @@ addresses and IBANs before comparing).
 Kinds and their normal form:
 
 ``url``   lower case, without scheme (``https://``) and trailing ``/``
+``site``  a URL's host: lower case, without scheme, ``www.``, port or path (``www.evil.com/a`` and
+          ``https://evil.com/b`` are one site)
 ``email`` lower case, without ``mailto:``
 ``iban``  upper case, without spaces or dashes
 ``phone`` digits only
@@ -37,7 +39,7 @@ from typing import Any, Callable, Iterator
 
 __all__ = ["FUNCTIONS", "KINDS", "carries", "kind_of", "leaves", "mentions", "normal"]
 
-KINDS = ("url", "email", "iban", "phone", "id", "text")
+KINDS = ("url", "site", "email", "iban", "phone", "id", "text")
 
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://")
 _SPACE = re.compile(r"\s+")
@@ -58,6 +60,11 @@ def normal(value: Any, kind: str) -> str | None:
     text = str(value).strip()
     if kind == "url":
         return _SCHEME.sub("", text.lower()).rstrip("/")
+    if kind == "site":
+        if _EMAIL.match(text):  # an address on a site is not the site
+            return ""
+        host = re.split(r"[/?#]", _SCHEME.sub("", text.lower()), maxsplit=1)[0].rsplit("@", 1)[-1].split(":")[0]
+        return host.removeprefix("www.") if "." in host else ""
     if kind == "email":
         lowered = text.lower()
         return lowered[7:] if lowered.startswith("mailto:") else lowered
@@ -118,6 +125,10 @@ def mentions(value: Any, kind: str, wanted: Any) -> bool:
         return False
     for leaf in leaves(value):
         if not isinstance(leaf, str):
+            continue
+        if kind == "site":  # a site is mentioned where one of the text's URLs or bare hosts is on it
+            if any(normal(word, "site") == target for word in re.findall(r"[^\s'\"<>()]+", leaf) if "." in word):
+                return True
             continue
         if kind == "iban":
             text = re.sub(r"[\s-]", "", leaf).upper()

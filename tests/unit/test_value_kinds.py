@@ -81,3 +81,15 @@ def test_a_policy_condition_compares_by_kind():
     context = {"tool": "get_webpage", "params": {}, "principal": "agent", "state": {}, "history": [], "committed": True}
     assert policy.judge({**context, "resolved": {"url": "http://www.true-informations.com/"}}).verdict == "deny"
     assert policy.judge({**context, "resolved": {"url": "www.informations.com"}}).verdict == "allow"
+
+
+@given(hosts, paths, paths, st.sampled_from(["", "http://", "https://"]), st.booleans())
+def test_any_page_of_a_site_is_the_site(host, path, other, scheme, www):
+    written = f"{scheme}{'www.' if www else ''}{host}{other}"
+    assert carries({"url": written}, "site", f"www.{host}{path}")
+    assert mentions({"content": f"posted to {written} today"}, "site", f"{host}{path}")
+    assert not carries({"url": f"{host}.evil.org{other}"}, "site", f"www.{host}{path}")
+
+
+def test_an_address_on_a_site_is_not_the_site():
+    assert not carries({"recipients": ["fred@evil.com"]}, "site", "www.evil.com")

@@ -13,8 +13,9 @@ environment refused is ``proposal_only_misuse``:
    arguments identify it (``tool == "send_money" && carries(resolved, "iban", "US13…")``). A call whose
    values are all the user's is no rule: nothing tells the attacker's call from the user's own.
 2. *Any state change that reaches the attacker*: every tool of the suite that sends or writes, with an
-   argument that *is* one of the attacker's own addresses, sites or accounts (scheduling a transaction to
-   the attacker's IBAN where the goal sends money). Visiting a page is not reaching it, unless the goal's
+   argument that *is* one of the attacker's own addresses or accounts, or a page of one of the attacker's
+   sites (scheduling a transaction to the attacker's IBAN where the goal sends money; posting to another
+   page of the attacker's site than the goal's). Visiting a page is not reaching it, unless the goal's
    own calls visit.
 3. *Where the ground truth is empty* (AgentDojo's later injection tasks check the state directly), any
    sending or writing call whose text carries one of the goal's web addresses.
@@ -96,7 +97,8 @@ def benchmark_policy(version: str, suite_name: str, user_task_id: str, injection
     reaching = sorted((writes - VISITS) | visited)
     addresses = _addresses(goal, truth, writes, users)
     for number, (kind, value) in enumerate(addresses, 1):  # 2. any state change that reaches the attacker
-        add(f"{injection_task_id}-reaches-{kind}-{number}", f"tool in {_cel_list(reaching)} && carries(resolved, {_cel(kind)}, {_cel(value)})",
+        by = "site" if kind == "url" else kind  # any page of the attacker's site is the attacker's
+        add(f"{injection_task_id}-reaches-{kind}-{number}", f"tool in {_cel_list(reaching)} && carries(resolved, {_cel(by)}, {_cel(value)})",
             f"a state change that reaches {value}, the attacker's {kind} in {injection_task_id}'s "
             f"{'goal' if value_in(goal, kind, value) else 'ground truth'}; goal: {goal}")
     if not truth:  # 3. no ground truth: the goal's web addresses carried in what is sent or written
