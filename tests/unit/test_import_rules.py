@@ -90,3 +90,15 @@ def test_judging_calls_does_not_import_the_cel_librarys_command_line():
             "print(sorted(m for m in ('cel.cli', 'prompt_toolkit', 'typer') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_wheel_lists_every_package_of_the_tree():
+    """pyproject.toml names the packages by hand (the folders map onto one namespace): a package left out
+    installs from a checkout but is missing from the wheel."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"litmus_replay." + ".".join(init.parent.relative_to(root).parts)
+             for top in ("replay", "envs", "adapters") for init in (root / top).rglob("__init__.py")}
+    assert listed == found
