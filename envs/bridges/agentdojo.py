@@ -143,8 +143,6 @@ class EnvironmentTemplate:
     """
 
     def __init__(self, version: str, suite_name: str):
-        import yaml
-
         self.suite = suite_for(version, suite_name)
         self.version = version
         modules = agentdojo_modules()
@@ -152,20 +150,13 @@ class EnvironmentTemplate:
         self.defaults: dict[str, str] = self.suite.get_injection_vector_defaults()
         canaries = {vector: _CANARY.format(index) for index, vector in enumerate(self.defaults)}
         self.canaries = canaries
-        canary_text = self.text.format(**canaries)
-        self.base = self.suite.environment_type.model_validate(yaml.safe_load(canary_text))
-        # Copies come from a pickle of the parsed environment, made here in this process: loading one is
-        # about four times faster than a deep copy.
-        self._pickled = pickle.dumps(self.base, protocol=pickle.HIGHEST_PROTOCOL)
-        # Each scalar that holds a slot: its parsed (canary) value -> its source text with {slot}s.
-        self.scalars: dict[str, str] = {}
-        for node in _scalar_nodes(yaml.compose(canary_text)):
-            if "LITMUSINJECTION" in node.value:
-                source = canary_text[node.start_mark.index : node.end_mark.index]
-                for vector, canary in canaries.items():
-                    source = source.replace(canary, "{" + vector + "}")
-                self.scalars[node.value] = source
-        self.paths = list(_string_paths(self.base, lambda text: text in self.scalars))
+        # Versions that share a suite's environment file and type share its parse (most of them do): a
+        # run replayed in several versions parses each environment once.
+        key = (self.text, self.suite.environment_type, tuple(canaries))
+        parsed = _PARSED.get(key)
+        if parsed is None:
+            parsed = _PARSED[key] = _parse(self.text.format(**canaries), self.suite.environment_type, canaries)
+        self.base, self._pickled, self.scalars, self.paths = parsed
 
     def environment(self, injections: Mapping[str, str]) -> Any:
         """A fresh environment with the run's injections (the defaults for the slots it does not name)."""
@@ -187,6 +178,27 @@ class EnvironmentTemplate:
         for owner in owners.values():  # fields derived from a replaced string (a file's size) follow it
             _revalidate(owner)
         return environment
+
+
+_PARSED: dict[tuple[str, Any, tuple[str, ...]], tuple[Any, bytes, dict[str, str], list[Any]]] = {}
+
+
+def _parse(canary_text: str, environment_type: Any, canaries: Mapping[str, str]) -> tuple[Any, bytes, dict[str, str], list[Any]]:
+    """An environment file with a canary in every injection slot: the parsed environment, its pickle (a
+    copy loads from it about four times faster than a deep copy), each scalar that holds a slot (its parsed
+    canary value -> its source text with ``{slot}``s), and the paths to the strings that hold one."""
+    import yaml
+
+    base = environment_type.model_validate(yaml.safe_load(canary_text))
+    pickled = pickle.dumps(base, protocol=pickle.HIGHEST_PROTOCOL)
+    scalars: dict[str, str] = {}
+    for node in _scalar_nodes(yaml.compose(canary_text)):
+        if "LITMUSINJECTION" in node.value:
+            source = canary_text[node.start_mark.index : node.end_mark.index]
+            for vector, canary in canaries.items():
+                source = source.replace(canary, "{" + vector + "}")
+            scalars[node.value] = source
+    return base, pickled, scalars, list(_string_paths(base, lambda text: text in scalars))
 
 
 @functools.lru_cache(maxsize=8192)

@@ -114,6 +114,9 @@ def _values(leaf: Any) -> Iterator[str]:
             yield match.group().rstrip(_TRAILING)
 
 
+_DIGIT = re.compile(r"\d")
+
+
 class _Sources:
     """Everything the agent had been shown (or had said) so far, lower-cased, for substring tests."""
 
@@ -126,7 +129,7 @@ class _Sources:
             if not text:
                 continue
             self.texts.append(text.lower())
-            if len(self.numbers) < _MAX_NUMBERS and any(char.isdigit() for char in text):
+            if len(self.numbers) < _MAX_NUMBERS and _DIGIT.search(text):
                 for match in _NUMBER_IN_TEXT.finditer(text):
                     try:
                         self.numbers.add(float(match.group().replace(",", "")))
