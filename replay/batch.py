@@ -501,7 +501,10 @@ def replay_in(world: TaskWorld, trajectory: Trajectory, runtime: Runtime,
     if world.others is None or all(check.get("agree", True) for check in (analysis.checks or {}).values()):
         return analysis, world
     for other in world.others():
-        candidate = replayed(other)
+        try:
+            candidate = replayed(other)
+        except Exception:  # another world that cannot replay the run is no better: the run keeps its own
+            continue
         if candidate.checks and all(check.get("agree", True) for check in candidate.checks.values()):
             return candidate, other
     return analysis, world

@@ -72,8 +72,8 @@ def normal(value: Any, kind: str) -> str | None:
         return re.sub(r"[\s-]", "", text).upper()
     if kind == "phone":
         return re.sub(r"\D", "", text)
-    if kind == "id":
-        return str(int(text)) if _INTEGER.match(text) else text
+    if kind == "id":  # an integer's digits, without sign or leading zeros (no int(): a long one would raise)
+        return (text.lstrip("+-").lstrip("0") or "0") if _INTEGER.match(text) else text
     if kind == "text":
         return _SPACE.sub(" ", text.casefold())
     raise ValueError(f"unknown value kind {kind!r}; choose one of: {', '.join(KINDS)}")
@@ -127,7 +127,8 @@ def mentions(value: Any, kind: str, wanted: Any) -> bool:
         if not isinstance(leaf, str):
             continue
         if kind == "site":  # a site is mentioned where one of the text's URLs or bare hosts is on it
-            if any(normal(word, "site") == target for word in re.findall(r"[^\s'\"<>()]+", leaf) if "." in word):
+            if any(normal(word.rstrip(".,;:!?"), "site") == target
+                   for word in re.findall(r"[^\s'\"<>()]+", leaf) if "." in word):
                 return True
             continue
         if kind == "iban":
@@ -138,7 +139,10 @@ def mentions(value: Any, kind: str, wanted: Any) -> bool:
             text = re.sub(r"\D", "", leaf)
         else:
             text = leaf.lower()
-        if target in text:
+        if kind == "email":  # a whole address: not the tail of a longer one (bookmark@x.com is not mark@x.com)
+            if re.search(rf"(?<![\w.+'-]){re.escape(target)}(?![\w-])", text):
+                return True
+        elif target in text:
             return True
     return False
 

@@ -323,7 +323,7 @@ class EnvironmentState:
                 if known is None:
                     known = _section_state(section, base)
                     if len(_SECTION_STATES) >= _SECTION_STATES_MAX:
-                        _SECTION_STATES.pop(next(iter(_SECTION_STATES)))
+                        _evict_oldest(_SECTION_STATES)
                     _SECTION_STATES[(base, dumped)] = known
                 cached = self._sections[name] = (dumped, known)
             state.update(cached[1])
@@ -331,6 +331,14 @@ class EnvironmentState:
 
 
 _SECTION_STATES: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _evict_oldest(cache: dict[Any, Any]) -> None:
+    """Drop a bounded cache's oldest entry; worker threads share these caches, so another may have done it."""
+    try:
+        cache.pop(next(iter(cache)), None)
+    except (StopIteration, RuntimeError):  # emptied, or changed size under us: the cap holds well enough
+        pass
 _SECTION_STATES_MAX = 256
 
 
@@ -488,7 +496,7 @@ class AgentDojoReal(Domain):
             if value is _MISSING:
                 value = _bounded(_resource_value(self.environment, resource))
                 if len(_VALUES) >= _VALUES_MAX:
-                    _VALUES.pop(next(iter(_VALUES)))
+                    _evict_oldest(_VALUES)
                 _VALUES[key] = value
             found[resource] = value
         return found
@@ -555,7 +563,7 @@ def _safe_dump(data: Any) -> str:
     if text is None:
         text = yaml.safe_dump(data)
         if len(_DUMPS) >= _DUMPS_MAX:
-            _DUMPS.pop(next(iter(_DUMPS)))
+            _evict_oldest(_DUMPS)
         _DUMPS[key] = text
     return text
 

@@ -16,7 +16,6 @@ is not judged: what the user asked for would look invented.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterator
 

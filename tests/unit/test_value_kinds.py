@@ -93,3 +93,11 @@ def test_any_page_of_a_site_is_the_site(host, path, other, scheme, www):
 
 def test_an_address_on_a_site_is_not_the_site():
     assert not carries({"recipients": ["fred@evil.com"]}, "site", "www.evil.com")
+
+
+def test_edges_of_the_normal_forms():
+    assert normal("0" * 3 + "9" * 5000, "id") == "9" * 5000  # no int(): a long digit string does not raise
+    assert normal("-000", "id") == "0"
+    assert not mentions({"body": "write to bookmark@x.com"}, "email", "mark@x.com")
+    assert mentions({"body": "write to mark@x.com, please"}, "email", "mark@x.com")
+    assert mentions({"body": "Visit evil.com."}, "site", "www.evil.com")

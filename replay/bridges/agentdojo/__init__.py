@@ -46,7 +46,7 @@ from ...worlds import NoWorld, TaskWorld
 from ...yaml_io import read_yaml
 from .checks import agreement, departs, drift, first_departure
 from .policy import STATE_CHANGING, benchmark_policy
-from .versions import EARLIEST, candidate_versions, infer_version
+from .versions import EARLIEST, candidate_versions, consistent_versions, infer_version
 
 __all__ = ["AgentDojoWorlds", "STATE_CHANGING", "UNVERSIONED", "agreement", "benchmark_policy", "departs", "drift",
            "final_answer", "first_departure", "run_coordinates", "user_rules"]
@@ -142,9 +142,13 @@ class AgentDojoWorlds:
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
         run = run_coordinates(trajectory, self.benchmark_version)
         world = self._world(trajectory, run, run["version"])
-        if run["version_from"] == "inferred":  # the run names no version: later ones may have made it
-            later = [version for version in candidate_versions()
-                     if candidate_versions().index(version) > candidate_versions().index(run["version"])]
+        if run["version_from"] == "inferred":  # the run names no version: later ones its text allows may have made it
+            versions = candidate_versions()
+            later = versions[versions.index(run["version"]) + 1:]
+            messages = trajectory.source.extra.get("user_messages") or []
+            prompt = messages[0] if messages and isinstance(messages[0], str) else None
+            later = consistent_versions(later, run["suite"], run["user_task"], run["injection_task"], prompt,
+                                        run["injections"].values())
             world = replace(world, others=lambda: self._others(trajectory, run, later))
         return world
 

@@ -42,8 +42,9 @@ def agreement(result: TrajectoryReplay) -> dict[str, Any] | None:
         if not isinstance(recorded, bool) or name not in replayed_checks:
             continue
         replayed = replayed_checks[name]
+        judges = "task" if name == "security" and is_dos_attack(extra.get("attack_type")) else JUDGES[name]
         entry: dict[str, Any] = {"recorded": recorded, "replayed": replayed, "agree": replayed == recorded,
-                                 "judges": JUDGES[name]}
+                                 "judges": judges}  # a denial of service's security is the task's failure
         if not entry["agree"]:
             entry["first_departure"], entry["explanation"] = first_departure(result, report.get(f"{name}_error"))
             entry["cause"] = "drift" if entry["first_departure"] else (

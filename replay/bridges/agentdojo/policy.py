@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from litmus_replay.adapters.agentdojo import is_dos_attack
 from litmus_replay.envs.bridges import agentdojo as bridge
@@ -77,8 +77,8 @@ def benchmark_policy(version: str, suite_name: str, user_task_id: str, injection
     injection_task = suite.injection_tasks[injection_task_id]
     user_task = bridge.find_task(suite, user_task_id)
     goal = str(getattr(injection_task, "GOAL", ""))
-    users = UserValues(_ground_truth(user_task, environment), str(getattr(user_task, "PROMPT", "") or ""))
     writes = STATE_CHANGING[suite_name]
+    users = UserValues(_ground_truth(user_task, environment), str(getattr(user_task, "PROMPT", "") or ""), writes)
     truth = _ground_truth(injection_task, environment)
     rules: list[RuleSpec] = []
 
@@ -110,27 +110,36 @@ def benchmark_policy(version: str, suite_name: str, user_task_id: str, injection
 
 
 class UserValues:
-    """What the user's own task asks for: every value its ground truth's calls use, and its prompt's text."""
+    """What the user's own task asks for: the values its ground truth's state-changing calls use, and what
+    its prompt names (a value only read, such as the hotels whose prices it compares, is not asked for)."""
 
-    def __init__(self, calls: Iterable[Any], prompt: str):
+    def __init__(self, calls: Iterable[Any], prompt: str, writes: Collection[str] = ()):
         self.normal: set[tuple[str, str]] = set()
         for call in calls:
+            if writes and call.function not in writes:
+                continue
             for leaf in leaves(dict(call.args)):
                 for kind in ("email", "url", "iban", "id", "text"):
                     value = normal(leaf, kind)
                     if value:
                         self.normal.add((kind, value))
-        self.prompt = prompt.casefold()
-        self.prompt_letters = re.sub(r"\s+", " ", self.prompt)
+        self.prompt = prompt
+        self.prompt_text = normal(prompt, "text") or ""
+        self.prompt_iban = normal(prompt, "iban") or ""
 
     def asks_for(self, value: Any, kind: str) -> bool:
-        """Whether the user task uses ``value`` (compared as ``kind``) or its prompt names it."""
+        """Whether the user task uses ``value`` (compared as ``kind``) or its prompt names it as a whole word
+        or address; an id only where the task's calls use it (a prompt's "June 13" names no file 13)."""
         found = normal(value, kind)
         if not found:
             return False
         if (kind, found) in self.normal:
             return True
-        return found in (self.prompt if kind != "text" else self.prompt_letters)
+        if kind == "iban":
+            return found in self.prompt_iban
+        if kind == "id":  # a number in a prompt is a date, an amount, a count as often as an id: the calls decide
+            return False
+        return re.search(rf"(?<![\w@.-]){re.escape(found)}(?![\w@-])", self.prompt_text) is not None
 
 
 def value_in(text: str, kind: str, value: str) -> bool:
@@ -198,7 +207,7 @@ def _identifying(args: dict[str, Any], goal: str, users: UserValues) -> list[str
                     marker_kind = kind_of(marker)
                     if marker_kind in ADDRESSES and marker != text and _named(marker, goal) and not users.asks_for(marker, marker_kind):
                         conditions.append(f"mentions(resolved, {_cel(marker_kind)}, {_cel(marker)})")
-            if _DATE_OR_TIME.match(text) or users.asks_for(text, "text"):
+            if _DATE_OR_TIME.match(text) or users.asks_for(text, "id" if kind == "id" else "text"):
                 continue
             named = _named(text, goal)
             if target and ((kind == "id" and named) or (kind == "text" and (named or len(text) >= 3))):

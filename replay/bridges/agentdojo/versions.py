@@ -41,7 +41,7 @@ from typing import Any, Iterable
 
 from litmus_replay.envs.bridges import agentdojo as bridge
 
-__all__ = ["EARLIEST", "Inferred", "candidate_versions", "infer_version", "known_versions"]
+__all__ = ["EARLIEST", "Inferred", "candidate_versions", "consistent_versions", "infer_version", "known_versions"]
 
 # Runs without ``benchmark_version`` are never replayed with an older version (see the module docstring).
 EARLIEST = "v1.1"
@@ -92,20 +92,25 @@ def infer_version(suite: str, user_task: str, injection_task: str | None = None,
 def _by_text(versions: list[str], suite: str, user_task: str, injection_task: str | None, prompt: str | None,
              texts: tuple[str, ...]) -> str:
     """The earliest of ``versions`` whose prompt and goal the run's recorded text carries (rule 4)."""
+    return (consistent_versions(versions, suite, user_task, injection_task, prompt, texts) or versions)[0]
+
+
+def consistent_versions(versions: list[str], suite: str, user_task: str, injection_task: str | None,
+                        prompt: str | None, texts: Iterable[str]) -> list[str]:
+    """The ``versions`` that the run's own text does not contradict: whose user task prompt is in the run's
+    first user message, and whose injection goal its injections carry, where some version's text is there
+    (text no version wrote says nothing); the longest matching text wins over one it contains."""
     evidence: list[list[bool]] = []
-    if prompt:
-        recorded = _plain(prompt)
+    recorded = _plain(prompt) if prompt else ""
+    if recorded:
         said = [_plain(_prompt(version, suite, user_task)) for version in versions]
-        evidence.append(_fullest([bool(text) and (text in recorded or recorded in text) for text in said], said))
-    if injection_task and texts:
-        carried = [_plain(text) for text in texts]
+        evidence.append(_fullest([bool(text) and text in recorded for text in said], said))
+    carried = [_plain(text) for text in texts if text]
+    if injection_task and carried:
         goals = [_plain(_goal(version, suite, injection_task)) for version in versions]
         evidence.append(_fullest([bool(goal) and any(goal in text for text in carried) for goal in goals], goals))
-    evidence = [matches for matches in evidence if any(matches)]  # text no version wrote says nothing
-    for index, version in enumerate(versions):
-        if all(matches[index] for matches in evidence):
-            return version
-    return versions[0]
+    evidence = [matches for matches in evidence if any(matches)]
+    return [version for index, version in enumerate(versions) if all(matches[index] for matches in evidence)]
 
 
 def _fullest(matches: list[bool], texts: list[str]) -> list[bool]:
