@@ -195,13 +195,9 @@ def committed_effects(calls: Iterable[CallReplay], policy: Any = None) -> dict[s
         "harm": harm,
         "judged": bool(rules),
         "undetermined": undetermined,
-        "class": _run_class(calls),
+        "class": trajectory_class(call.pair.cls for call in calls).value,
         "decisive": decisive,
     }
-
-
-def _run_class(calls: list[CallReplay]) -> str:
-    return trajectory_class(call.pair.cls for call in calls).value
 
 
 def _disagreements(replay: TrajectoryReplay, recorded: dict[str, Any], harm_check: dict[str, Any] | None,

@@ -14,7 +14,7 @@ import hashlib
 import re
 from html import escape
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from .. import __version__
 from ..analysis import Analysis, class_counts
@@ -353,17 +353,19 @@ def lead_parts(run: Analysis) -> dict[str, str] | None:
             "effects": _effects_words(verdict)}
 
 
-def lead_text(run: Analysis) -> str | None:
-    """The run's lead line as plain text (recorded text left as is: the caller escapes it for its medium)."""
+def lead_text(run: Analysis, text: Callable[[str], str] = str, code: Callable[[str], str] = str,
+              word: Callable[[str], str] | None = None) -> str | None:
+    """The run's lead line, each piece marked up for its medium by ``text``, ``code`` or (the finding)
+    ``word``; by default plain text, recorded text left as is for the caller to escape."""
     parts = lead_parts(run)
     if parts is None:
         return None
-    text = f"{parts['finding']}: {parts['judgements']}"
+    line = f"{(word or code)(parts['finding'])}: {text(parts['judgements'])}"
     if parts["decisive"]:
-        text += f" · {parts['decisive']}" + (f": {parts['condition']}" if parts["condition"] else "")
+        line += f" · {text(parts['decisive'])}" + (f": {code(parts['condition'])}" if parts["condition"] else "")
     else:
-        text += f" · {parts['effects']}"
-    return text + f" · {parts['check']}"
+        line += f" · {text(parts['effects'])}"
+    return line + f" · {text(parts['check'])}"
 
 
 def _between(sides: Sequence[str]) -> str:

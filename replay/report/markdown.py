@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 from ..analysis import Analysis, class_counts
 from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural
-from .html import lead_parts
+from .html import lead_parts, lead_text
 
 __all__ = ["markdown_report"]
 
@@ -38,20 +38,12 @@ def _row(cells: Iterable[str]) -> str:
 
 
 def _lead(run: Analysis) -> str | None:
-    """The run's lead line (the same pieces the page leads with): the finding, which judgements disagree,
-    the decisive call with its rule as written, the benchmark's own check replayed."""
-    parts = lead_parts(run)
-    if parts is None:
+    """The run's lead line (the same pieces the page leads with), and the finding's meaning."""
+    line = lead_text(run, _text, _code, lambda finding: f"**{_code(finding)}**")
+    if line is None:
         return None
-    text = f"**{_code(parts['finding'])}**: {_text(parts['judgements'])}"
-    if parts["decisive"]:
-        text += f" · {_text(parts['decisive'])}" + (f": {_code(parts['condition'])}" if parts["condition"] else "")
-    else:
-        text += f" · {_text(parts['effects'])}"
-    text += f" · {_text(parts['check'])}"
-    if parts["meaning"]:
-        text += f" — *{_text(parts['meaning'])}*"
-    return text
+    meaning = lead_parts(run)["meaning"]  # type: ignore[index]
+    return line + (f" — *{_text(meaning)}*" if meaning else "")
 
 
 def markdown_report(runs: Iterable[Analysis], errors: Sequence[str] = ()) -> str:
