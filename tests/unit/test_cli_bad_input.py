@@ -139,3 +139,13 @@ def test_revalidate_with_a_bad_worlds_directory_is_one_line_and_writes_nothing(t
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no-worlds" in proc.stderr, proc.stderr
     assert not out.exists()
+
+
+def test_an_unknown_original_kind_is_one_line_exit_2_and_nothing_written(tmp_path):
+    out = tmp_path / "out"
+    runs = Path(__file__).resolve().parents[2] / "scenarios" / "core"
+    result = _invoke("revalidate", str(runs), "--original-kind", "harness", "--runtime", "inprocess", "--out", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "litmus-replay: error: --original-kind: unknown kind 'harness': use one of proposal_time, state_based"]
+    assert not out.exists()
