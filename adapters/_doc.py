@@ -229,7 +229,15 @@ def parse_json(text: str, file: str, where: str = "", line: int | None = None) -
         raise AdapterError(file, field, f"not valid JSON ({exc.msg})") from None
     except (ValueError, RecursionError) as exc:
         field = f"line {line}" if line is not None else (where or ROOT)
-        raise AdapterError(file, field, one_line(f"not valid JSON ({exc})")) from None
+        raise AdapterError(file, field, f"not valid JSON ({json_refusal(exc)})") from None
+
+
+def json_refusal(exc: ValueError | RecursionError) -> str:
+    """Why the JSON parser refused text that is not a syntax error, in the user's words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    # Python's message on a huge integer ends with advice meant for programmers: keep what it says, not that.
+    return one_line(str(exc).split(";")[0])
 
 
 def read_json(path: Path) -> Any:

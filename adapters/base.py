@@ -20,7 +20,7 @@ import yaml
 from litmus_replay.replay.errors import AdapterError, ReplayError, UnknownName
 from litmus_replay.replay.model import Trajectory
 
-from ._doc import UTF16_WITHOUT_BOM, bom_encoding, looks_like_utf16
+from ._doc import UTF16_WITHOUT_BOM, bom_encoding, json_refusal, looks_like_utf16
 
 ENTRY_POINT_GROUP = "litmus_replay.adapters"
 AUTO = "auto"
@@ -137,7 +137,9 @@ def _json_problem(text: str) -> str:
         json.loads(text)
     except json.JSONDecodeError as exc:
         return f" (as JSON: {exc.msg} at line {exc.lineno}, column {exc.colno})"
-    except (ValueError, RecursionError):
+    except ValueError as exc:  # a number past the conversion limit, which the parser refuses whole
+        return f" (as JSON: {json_refusal(exc)})"
+    except RecursionError:
         pass
     return ""
 

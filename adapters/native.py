@@ -7,7 +7,7 @@ from pathlib import Path
 from litmus_replay.replay.errors import AdapterError, TrajectoryError
 from litmus_replay.replay.model import Trajectory, load_jsonl
 
-from ._doc import ROOT, one_line
+from ._doc import ROOT, json_refusal, one_line
 from .base import Adapter, Probe, register_adapter
 
 
@@ -29,4 +29,4 @@ class NativeAdapter(Adapter):
         except (OSError, UnicodeDecodeError) as exc:
             raise AdapterError(str(path), ROOT, one_line(f"cannot read: {exc}")) from None
         except (ValueError, RecursionError) as exc:  # what json refuses beyond syntax: huge numbers, deep nesting
-            raise AdapterError(str(path), ROOT, one_line(f"not valid JSON Lines: {exc}")) from None
+            raise AdapterError(str(path), ROOT, f"not valid JSON Lines: {json_refusal(exc)}") from None

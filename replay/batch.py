@@ -45,7 +45,7 @@ from .analysis import Analysis, analyse
 from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401
 from .engine import Replayer
 from .errors import InputError, UnknownName
-from .model import Trajectory
+from .model import Trajectory, from_json, to_json
 from .report.atomic import open_atomic, write_atomic
 from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
 from .report.html import PageNav, trajectory_html, with_nav
@@ -86,7 +86,7 @@ class Run:
     def trajectory(self) -> Trajectory:
         if self._trajectory is not None:
             return self._trajectory
-        return Trajectory.model_validate_json(self._json())  # not kept: the batch holds no trajectory
+        return from_json(self._json())  # not kept: the batch holds no trajectory
 
     def loaded(self) -> "Run":
         """This run with its trajectory in memory (to replay it)."""
@@ -94,7 +94,7 @@ class Run:
 
     def _json(self) -> str:
         if self._trajectory is not None:
-            return self._trajectory.model_dump_json()
+            return to_json(self._trajectory)
         spool, offset, length = self._stored
         return spool.get(offset, length)
 
@@ -108,7 +108,7 @@ class Run:
 
 
 def _run_from_json(run_id: str, order: int, file: str, trajectory: str) -> Run:
-    return Run(run_id, order, file, Trajectory.model_validate_json(trajectory))
+    return Run(run_id, order, file, from_json(trajectory))
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class Discovery:
             kept.append((position, trajectory))
         in_file = Counter(trajectory.id for _, trajectory in kept)
         for position, trajectory in kept:
-            index.add_run(str(item), where, position, trajectory.id, *self.spool.put(trajectory.model_dump_json()),
+            index.add_run(str(item), where, position, trajectory.id, *self.spool.put(to_json(trajectory)),
                           repeated_in_file=in_file[trajectory.id] > 1)
         self.found_runs += len(kept)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticSerializationError
 
 from .errors import TrajectoryError
 
@@ -162,13 +163,36 @@ def load_jsonl(path: str | Path) -> list[Trajectory]:
     return trajectories
 
 
+def to_json(trajectory: Trajectory) -> str:
+    """One trajectory as a line of JSON, whatever its strings hold.
+
+    Pydantic's encoder is fast but refuses a lone surrogate (a truncated log's half emoji, valid JSON but
+    not UTF-8); such a trajectory is written with the standard library's escapes instead, so it is kept
+    as recorded rather than lost. :func:`from_json` reads either back.
+    """
+    try:
+        return trajectory.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(trajectory.model_dump(mode="json"), separators=(",", ":"))
+
+
+def from_json(text: str) -> Trajectory:
+    """A trajectory :func:`to_json` wrote (pydantic's reader first: it cannot read an escaped lone surrogate)."""
+    try:
+        return Trajectory.model_validate_json(text)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            raise
+    return Trajectory.model_validate(json.loads(text))
+
+
 def dump_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> None:
     """Write trajectories as native JSONL (atomically: a partial file never replaces a good one)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for trajectory in trajectories:
-            handle.write(trajectory.model_dump_json(exclude_defaults=False) + "\n")
+            handle.write(to_json(trajectory) + "\n")
     tmp.replace(path)
 
 
