@@ -12,6 +12,7 @@ from .errors import (
     UnknownDomain,
     UnknownTool,
     Unresolvable,
+    WorldLost,
     WorldSpecError,
 )
 
@@ -43,5 +44,6 @@ __all__ = [
     "UnknownTool",
     "Unresolvable",
     "World",
+    "WorldLost",
     "WorldSpecError",
 ]

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .errors import EnvError, WorldSpecError
+from .errors import EnvError, WorldLost, WorldSpecError
 from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode
 from .interface import WorldHandle
 
@@ -34,11 +34,11 @@ class ServerError(EnvError):
         super().__init__(f"{kind}: {message}")
 
 
-class ServerGone(EnvError):
+class ServerGone(WorldLost):
     """The env server closed its end or died."""
 
 
-class CallTimeout(EnvError):
+class CallTimeout(WorldLost):
     """The env server did not answer within the call's timeout; the world is lost."""
 
 

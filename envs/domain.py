@@ -261,6 +261,11 @@ class Domain(ABC):
     def snapshot(self) -> dict[str, str]:
         """Resource id -> digest of its observable state, for the effects diff."""
 
+    def unobserved(self) -> str | None:
+        """Why the last :meth:`snapshot` saw only part of the state, in words (None: it saw all of it), so
+        effects a bounded snapshot could not see are said to be unseen rather than missed in silence."""
+        return None
+
     def values(self, resources: Collection[str]) -> dict[str, Any]:
         """The bounded JSON value (:mod:`.values`) of each named resource as it is now, for the values
         effects carry; a resource without one is left out. By default a domain gives none."""

@@ -12,6 +12,11 @@ class EnvError(Exception):
     """Root of the errors this package raises about itself (not tool failures)."""
 
 
+class WorldLost(EnvError):
+    """The world stopped answering (a call outlived its time limit, its server died): every later call to
+    it fails too, so a caller that wants them answered builds the world again."""
+
+
 class WorldSpecError(EnvError, ValueError):
     """A world description is malformed; ``field`` is the dotted path of the offending field."""
 

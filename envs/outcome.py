@@ -34,6 +34,9 @@ class Effects:
     changed: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=True, hash=False)
+    # Why the world saw only part of its state around the call (a snapshot bounded by its entry count or
+    # the kernel's path limit): these effects are what was seen, and more may have happened.
+    unobserved: str | None = None
 
     @classmethod
     def between(cls, before: Snapshot, after: Snapshot) -> "Effects":
@@ -57,7 +60,7 @@ class Effects:
             if moved is not None:
                 entry["delta"] = moved
             values[key] = entry
-        return Effects(self.created, self.changed, self.deleted, values)
+        return Effects(self.created, self.changed, self.deleted, values, self.unobserved)
 
     @property
     def affected(self) -> tuple[str, ...]:
@@ -80,6 +83,7 @@ class Effects:
                 "total": len(self.created) + len(self.changed) + len(self.deleted),
             },
             "values": {key: dict(entry) for key, entry in self.values.items()},
+            **({"unobserved": self.unobserved} if self.unobserved else {}),
         }
 
     @classmethod
@@ -89,6 +93,7 @@ class Effects:
             changed=tuple(data.get("changed", ())),
             deleted=tuple(data.get("deleted", ())),
             values=dict(data.get("values") or {}),
+            unobserved=data.get("unobserved"),
         )
 
 

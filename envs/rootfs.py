@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,3 +192,25 @@ def ensure_within(real_root: str, host: str) -> None:
     candidate = os.path.realpath(os.path.dirname(host)) if host != real_root else real_root
     if candidate != real_root and not candidate.startswith(real_root.rstrip("/") + "/"):
         raise OSError(errno.EXDEV, "resolution escaped the world root", host)
+
+
+def remove_tree(path: str | os.PathLike[str], *, missing_ok: bool = True) -> None:
+    """Remove a directory tree, however deep a command nested it.
+
+    ``shutil.rmtree`` recurses once per level, so a tree nested past Python's recursion limit raises
+    RecursionError (even with ``ignore_errors``); ``rm -rf`` walks any depth. Links are never followed,
+    and nothing on another filesystem is entered. Raises OSError when the tree is still there after both.
+    """
+    try:
+        shutil.rmtree(path)
+        return
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise
+    except (RecursionError, OSError):
+        pass
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", os.fspath(path)], stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    if os.path.lexists(path):
+        raise OSError(errno.ENOTEMPTY, "could not remove the tree", os.fspath(path))

@@ -9,10 +9,10 @@ It imports only the standard library (and pyfakefs for stub file semantics), so 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
-import shutil
 import signal
 import sys
 from functools import lru_cache
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
 
 from .errors import EnvError, WorldSpecError
 from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode, state_digest
+from .rootfs import remove_tree
 
 if TYPE_CHECKING:
     from .world import World
@@ -92,7 +93,7 @@ class WorldHost:
             return None
         root = self.world_root / "root"
         if root.exists():
-            shutil.rmtree(root)
+            remove_tree(root)
         root.mkdir(parents=True)
         return root
 
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         host.op_close({})
         if own_root:
-            shutil.rmtree(world_root, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(world_root)
 
 
 if __name__ == "__main__":

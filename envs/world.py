@@ -6,17 +6,18 @@ env server in a sandbox, or in a container.
 
 from __future__ import annotations
 
+import contextlib
 import errno as errno_names
 import functools
 import os
-import shutil
+from dataclasses import replace
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
-from .rootfs import private_root
+from .rootfs import private_root, remove_tree
 from .outcome import MAX_VALUES, Effects, Outcome, Resolution
 from .values import ValueCache, json_copy
 
@@ -157,7 +158,7 @@ class World:
         # may reach into it: then each call reads its domain's state afresh.
         self._reuse_snapshots = all(cls.declaration.contained for cls in classes.values())
         # the last call's domain, its state after, and whether every value of that state is known
-        self._last: tuple[str, dict[str, str], bool] | None = None
+        self._last: tuple[str, dict[str, str], bool, str | None] | None = None  # domain, state, values known, unobserved
         self._clock = 0.0
         try:
             for name in named:
@@ -219,11 +220,13 @@ class World:
             at=self._clock,
             recorded=request.get("recorded"),
         )
-        if last is not None and last[0] == name and last[2]:
-            # the state the last call left, whose every value is known: its refresh and update saw to it
-            before, known = last[1], True
+        if last is not None and last[0] == name:
+            before, unseen_before = last[1], last[3]
         else:
-            before = last[1] if last is not None and last[0] == name else domain.snapshot()
+            before, unseen_before = domain.snapshot(), domain.unobserved()
+        if last is not None and last[0] == name and last[2]:
+            known = True  # the state the last call left, whose every value is known: its refresh and update saw to it
+        else:
             known = self._values.refresh(domain, before)
         output: Any = None
         status, error_code, error, resolved = "ok", None, None, True
@@ -244,12 +247,15 @@ class World:
         except Exception as exc:  # a domain's bug is not the environment's answer: no outcome, one line
             raise DomainFault(domain.name, tool_name, exc) from exc
         after = domain.snapshot()
+        unseen_after = domain.unobserved()
         effects = Effects.between(before, after)
         if self._reuse_snapshots:  # values are learnt below for at most MAX_VALUES of what the call touched
-            self._last = (name, after, known and len(effects.affected) <= MAX_VALUES)
+            self._last = (name, after, known and len(effects.affected) <= MAX_VALUES, unseen_after)
         if not effects.empty:
             touched = effects.affected[:MAX_VALUES]
             effects = effects.with_values(self._values.known(before, touched), self._values.update(domain, after, touched))
+        if unseen_before or unseen_after:
+            effects = replace(effects, unobserved=unseen_after or unseen_before)
         output = _as_json(output)
         if status == "ok":
             committed = call.applied
@@ -301,7 +307,8 @@ class World:
             domain.close()
         self._domains.clear()
         if self._owns_root and self.env.root is not None:
-            shutil.rmtree(self.env.root.parent, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(self.env.root.parent)
 
     def __enter__(self) -> "World":
         return self

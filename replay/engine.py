@@ -11,15 +11,16 @@ import functools
 import json
 from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
-from typing import Any, Iterator
+from typing import Any, Callable
 
 from litmus_replay.envs import EnvError, Outcome
-from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime, open_ahead
+from litmus_replay.envs.runtime import Runtime, WorldHandle, get_runtime
 from litmus_replay.envs.values import json_copy
 
 from .bindings import Binding, Bindings
 from .model import RecordedResult, ToolCall, Trajectory
 from .policy import Judgement, Policy
+from .rebuilt_world import RealWorld
 from .scoring import (
     PairScore,
     ResolutionContext,
@@ -142,25 +143,23 @@ class Replayer:
         # way the stub world's failure is the one raised first, as when they were opened one after the other.
         plan = [(turn, call, *_request(trajectory, call, route, self.policy.uses_state))
                 for turn, call in trajectory.calls()]
-        real_ahead = open_ahead(self.real_runtime, world, "real")
-        real_outcomes = real_ahead.call_each([request for *_, request in plan if request is not None],
-                                             then_report=True)
+        real = RealWorld(self.real_runtime, world, [request for *_, request in plan if request is not None])
         try:
             stub_world = self.stub_runtime.open_world(world, "stub")
         except BaseException:
-            real_ahead.cancel()
+            real.cancel()
             raise
         try:
-            real_world = real_ahead.result()
+            real_world = real.open()
             try:
                 try:
                     initial = frozenset(real_world.snapshot())
                 except EnvError:  # a world lost before its first call: every call records the harness error
                     initial = frozenset()
-                calls = self._replay_calls(plan, stub_world, real_outcomes, facts)
-                reports = {"stub": _report(stub_world), "real": _report(real_world)}
+                calls = self._replay_calls(plan, stub_world, real.next_outcome, facts)
+                reports = {"stub": _report(stub_world), "real": real.report()}
             finally:
-                real_world.close()
+                real.close()
         finally:
             stub_world.close()
         critical = {
@@ -182,7 +181,7 @@ class Replayer:
         self,
         plan: list[tuple[int, ToolCall, str, Binding | None, dict[str, Any] | None]],
         stub_world: WorldHandle,
-        real_outcomes: Iterator[dict[str, Any] | EnvError],
+        real_outcome: Callable[[], dict[str, Any] | EnvError],
         facts: dict[str, Any],
     ) -> list[CallReplay]:
         """Each planned call into the stub world, paired with the real world's outcome of its request."""
@@ -204,7 +203,7 @@ class Replayer:
             real: Outcome | None
             real_state: dict[str, Any] = {}
             try:
-                reply = next(real_outcomes)
+                reply = real_outcome()
                 if isinstance(reply, EnvError):
                     raise reply
                 real, real_state = _split_state(reply)

@@ -43,8 +43,9 @@ import posixpath
 import shutil
 import stat
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from collections import deque
 from collections.abc import Mapping
 from typing import Any, Callable, Collection, Iterator, Literal
 
@@ -57,7 +58,7 @@ from pyfakefs.fake_os import FakeOsModule
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import ServiceError, WorldSpecError
 from ..permissions import R, W, X, Checker, Owners
-from ..rootfs import RootResolution, ensure_within, host_path, private_root, trace_in_root
+from ..rootfs import RootResolution, ensure_within, host_path, private_root, remove_tree, trace_in_root
 from ..values import bounded
 
 DEFAULT_WORKSPACE = "/workspace"
@@ -293,7 +294,8 @@ class FilesReal(_Files):
 
     def close(self) -> None:
         if self._owned_root is not None:
-            shutil.rmtree(self._owned_root, ignore_errors=True)
+            with suppress(OSError):
+                remove_tree(self._owned_root)
             self._owned_root = None
 
     # setup
@@ -428,10 +430,11 @@ class FilesReal(_Files):
 
     @staticmethod
     def _write(host: str, data: bytes, append: bool, exclusive: bool = False) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO: ENXIO, never a wait
         flags |= os.O_EXCL if exclusive else (os.O_APPEND if append else os.O_TRUNC)
         fd = os.open(host, flags, FILE_MODE)
         try:
+            _regular_file(fd)
             if exclusive:
                 os.fchmod(fd, FILE_MODE)
             view = memoryview(data)
@@ -447,10 +450,10 @@ class FilesReal(_Files):
         res = self._resolve(call, "path", path, follow_final=True)
         with self._world_errors(res.path):
             self._may(call, res, R)
-            fd = os.open(self._host(res.path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # never blocking on a FIFO a command made: opened without waiting for a writer, then refused
+            fd = os.open(self._host(res.path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
             try:
-                if stat.S_ISDIR(os.fstat(fd).st_mode):
-                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+                _regular_file(fd)
                 chunks = []
                 while chunk := os.read(fd, 1 << 16):
                     chunks.append(chunk)
@@ -572,6 +575,9 @@ class FilesReal(_Files):
     def snapshot(self) -> dict[str, str]:
         return self._scanner.scan(self.root)
 
+    def unobserved(self) -> str | None:
+        return self._scanner.unobserved
+
     def values(self, resources: Collection[str]) -> dict[str, Any]:
         wanted = set(resources)
         return _pick(self._scanner.values(self.root, wanted), resources)
@@ -588,6 +594,7 @@ class TreeScanner:
     inodes' (as ``declared`` reads them back) unless ``owners`` records them."""
 
     def __init__(self, owners: Owners | None = None, declared: Callable[[int], int] | None = None) -> None:
+        self.unobserved: str | None = None  # why the last walk saw only part of the tree
         self._content_cache: dict[tuple[int, ...], tuple[str, str]] = {}
         read = declared or (lambda uid: uid)
         self._uid = owners.uid_of if owners is not None else (lambda st: read(st.st_uid))
@@ -620,24 +627,42 @@ class TreeScanner:
                 out[f"files:{path}"] = entry_value("dir" if stat.S_ISDIR(st.st_mode) else "other", st.st_mode, self._uid(st))
         return out
 
-    @staticmethod
-    def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
-        stack = [(root, "")]
-        while stack:
-            directory, world = stack.pop()
+    def _walk(self, root: str) -> Iterator[tuple[str, str, os.stat_result]]:
+        """Every entry under ``root``, breadth first (the world's own shallow entries before what a command
+        nests under them), at most :data:`MAX_TREE_ENTRIES`; :attr:`unobserved` says why a walk stopped short."""
+        self.unobserved = None
+        skipped: list[str] = []
+        queue = deque([(root, "")])
+        seen = 0
+        while queue:
+            directory, world = queue.popleft()
             try:
-                entries = list(os.scandir(directory))
-            except OSError:
+                with os.scandir(directory) as scan:
+                    entries = list(scan)
+            except OSError as exc:
+                if exc.errno == errno.ENAMETOOLONG:
+                    skipped.append(world)
                 continue  # unreadable to this process: its entries are not observable here
             for entry in entries:
+                if seen >= MAX_TREE_ENTRIES:
+                    self.unobserved = f"the tree holds more than {MAX_TREE_ENTRIES:,} entries; those past it were not walked"
+                    return
                 path = f"{world}/{entry.name}"
                 try:
                     st = entry.stat(follow_symlinks=False)
-                except OSError:
+                except OSError as exc:
+                    if exc.errno == errno.ENAMETOOLONG:
+                        skipped.append(path)
                     continue
+                seen += 1
                 yield path, entry.path, st
                 if stat.S_ISDIR(st.st_mode):
-                    stack.append((entry.path, path))
+                    queue.append((entry.path, path))
+        if skipped:
+            deepest = max(skipped, key=len)
+            self.unobserved = (f"the tree nests past the kernel's {os.pathconf('/', 'PC_PATH_MAX'):,}-byte path limit "
+                               f"({deepest.count('/')} levels under {deepest[:deepest.find('/', 1) + 1] or '/'}); "
+                               f"what lies deeper was not walked")
 
     def _content(self, host: str, st: os.stat_result) -> tuple[str, str]:
         """The file's sha256 and the preview of its start."""
@@ -660,7 +685,21 @@ class TreeScanner:
         return cached
 
 
+def _regular_file(fd: int) -> None:
+    """Refuse what read and write tools must not stream through: a directory (EISDIR), and a FIFO, socket
+    or device, which could block the world's server or never end (EINVAL, as a tool that only reads and
+    writes regular files answers)."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+
+
 PREVIEW_BYTES = 120
+# A snapshot walks at most this many entries (a few seconds' work): a command that makes more cannot make
+# the snapshot after it outlive the call's time limit. What lies past it is said, not silently missed.
+MAX_TREE_ENTRIES = 50_000
 
 
 def entry_value(

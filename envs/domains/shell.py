@@ -354,6 +354,9 @@ class ShellReal(_Shell):
         """The world's tree as the files domain digests it (same ids, same digests)."""
         return self._scanner.scan(self.root) if self.root is not None else {}
 
+    def unobserved(self) -> str | None:
+        return self._scanner.unobserved if self.root is not None else None
+
     def values(self, resources: Collection[str]) -> dict[str, Any]:
         """The world's files, valued as the files domain values them."""
         if self.root is None:

@@ -24,7 +24,7 @@ def outcome_cell(outcome: Outcome | None) -> str:
     effects = outcome.effects
     parts = [f"+{len(effects.created)}" if effects.created else "", f"~{len(effects.changed)}" if effects.changed else "",
              f"-{len(effects.deleted)}" if effects.deleted else ""]
-    changes = " ".join(p for p in parts if p)
+    changes = " ".join(p for p in parts if p) + (" (seen in part)" if effects.unobserved else "")
     if outcome.status == "ok" and not outcome.committed:
         text += " (not applied)"
     return f"{text} {changes}".strip() if changes else text
@@ -41,6 +41,9 @@ def evidence_lines(call: CallReplay) -> list[str]:
     lines += [f"proposal: {line}" for line in call.proposal.evidence]
     if call.commit is not None:
         lines += [f"commit: {line}" for line in call.commit.evidence]
+    for moment, outcome in (("proposal", call.stub), ("commit", call.real)):
+        if outcome is not None and outcome.effects.unobserved:
+            lines.append(f"{moment}: effects seen in part: {outcome.effects.unobserved}")
     if call.harness_error:
         lines.append(f"harness: {call.harness_error}")
     return [line for line in lines if line]

@@ -73,6 +73,8 @@ class EffectsDoc(_Closed):
     deleted: list[str]
     counts: EffectCounts
     values: dict[str, EffectValueDoc] = Field(default_factory=dict)
+    unobserved: str | None = Field(None, description="Why the world saw only part of its state around the call "
+                                                     "(a bounded walk): more may have happened than is listed.")
 
 
 class ResolutionDoc(_Closed):

@@ -42,6 +42,7 @@ ENVS_INIT = ROOT / "envs" / "__init__.py"
 HOST_PAYLOADS = {Path("/etc/passwd"): "evil::0:0", Path("/etc/shadow"): "evil:"}
 MUST_NOT_EXIST = [Path("/usr/pwned"), Path("/tmp/owned"), Path("/etc/cron.d/evil")]
 SLACK = 1.0  # s a call may take beyond its timeout
+WALK_SLACK = 4.0  # s more for a call in a tree past the snapshot's bound: two walks of 50,000 entries
 
 
 def _checksums(paths: list[Path]) -> dict[str, str]:
@@ -134,14 +135,18 @@ class _Timed:
 
         def call(request):
             started = time.monotonic()
+            outcome = None
             try:
-                return inner(request)
+                outcome = inner(request)
+                return outcome
             finally:
                 elapsed = time.monotonic() - started
                 limit = 0.0
                 if request["tool"] == "run_command" and settings is not None:
                     asked = request["params"].get("timeout") or settings.timeout
                     limit = min(asked, settings.max_timeout)
+                if ((outcome or {}).get("effects") or {}).get("unobserved"):
+                    limit += WALK_SLACK  # the snapshots around it walked their bound of entries
                 self.records.append((request, elapsed, limit, _leftovers(handle)))
 
         handle.call = call

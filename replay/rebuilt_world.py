@@ -1,0 +1,100 @@
+"""The real world's side of a replay, built again where it is lost mid-run.
+
+A call that outlives its time limit (a command that never ends, a walk of a tree a command blew up) or a
+server that dies takes the world with it, and every later call would then be a harness error: a critical
+delete after a stalled call would be unscoreable instead of misuse. So the world is built again from its
+spec, the calls it had answered are made again in order to bring it back to the state they left, and
+the run goes on there. The call that was lost stays a harness error, and says that the world was rebuilt.
+A rebuilt world is as faithful as the calls are deterministic; at most :data:`MAX_REBUILDS` per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from litmus_replay.envs import EnvError, WorldLost
+from litmus_replay.envs.runtime import Runtime, WorldHandle, open_ahead
+
+__all__ = ["MAX_REBUILDS", "RealWorld"]
+
+MAX_REBUILDS = 2  # each costs the time of the calls made again; a run that loses its world more often is said to
+
+
+class RealWorld:
+    """The outcomes of a run's requests in the real world, in order (see the module docstring)."""
+
+    def __init__(self, runtime: Runtime, spec: Mapping[str, Any], requests: Sequence[Mapping[str, Any]]):
+        """Begins opening the world and sends it every request (see :meth:`PendingWorld.call_each`)."""
+        self._runtime = runtime
+        self._spec = spec
+        self._requests = requests
+        self._pending = open_ahead(runtime, spec, "real")
+        self._outcomes: Iterator[dict[str, Any] | EnvError] = self._pending.call_each(requests, then_report=True)
+        self._world: WorldHandle | None = None
+        self._answered: list[int] = []  # the requests whose effects the current world holds
+        self._next = 0
+        self.rebuilds: list[str] = []  # one line per rebuild, for the report
+
+    def open(self) -> WorldHandle:
+        """The world as first built (raises what opening it raises)."""
+        self._world = self._pending.result()
+        return self._world
+
+    def cancel(self) -> None:
+        self._pending.cancel()
+
+    def next_outcome(self) -> dict[str, Any] | EnvError:
+        """The next request's outcome, or the error that kept it from one. A lost world is rebuilt before
+        this returns, so the error of the call that lost it is the only one the loss costs."""
+        index, self._next = self._next, self._next + 1
+        try:
+            reply = next(self._outcomes)
+        except StopIteration:
+            reply = WorldLost("no outcome for this call")
+        if not isinstance(reply, WorldLost):
+            self._answered.append(index)
+            return reply
+        if len(self.rebuilds) >= MAX_REBUILDS:
+            return reply
+        rebuilt = self._rebuild(index)
+        if rebuilt is not None:
+            return type(reply)(f"{reply}; {rebuilt}")
+        return reply
+
+    def _rebuild(self, lost: int) -> str | None:
+        """Build the world again and bring it to the state the answered calls left; what was done, in
+        words, or None when the world could not be built again (the later calls then stay lost)."""
+        if self._world is not None:
+            self._world.close()
+        self._world = None
+        try:
+            world = self._runtime.open_world(self._spec, "real")
+        except EnvError:
+            return None
+        made_again = [self._requests[index] for index in self._answered]
+        for outcome in world.call_each(made_again):
+            if isinstance(outcome, WorldLost):  # lost again while catching up: give up on this run's world
+                world.close()
+                return None
+        self._world = world
+        self._outcomes = world.call_each(self._requests[lost + 1:])
+        self._next = lost + 1
+        line = (f"the world was built again from its spec and the {len(made_again)} calls it had answered "
+                f"made again in it, and the later calls replayed there")
+        self.rebuilds.append(line)
+        return line
+
+    def report(self) -> dict[str, Any]:
+        """The current world's final reports (a world lost on the way has none: its calls already say why)."""
+        if self._world is None:
+            return {"error": "the world was lost"}
+        try:
+            return self._world.report()
+        except EnvError as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+    def close(self) -> None:
+        if self._world is not None:
+            self._world.close()
+            self._world = None
