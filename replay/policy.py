@@ -38,6 +38,7 @@ path)``, ``sum_by(list, key_path, value_path)``, ``get(value, path, default)``; 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
@@ -179,16 +180,22 @@ def _longest_collection(values: list[Any]) -> int:
 def _context(variables: dict[str, Any]) -> Any:
     try:
         return cel.Context(variables, FUNCTIONS)
-    except ValueError:  # a string CEL cannot hold; rare, so the copy is made only then
+    except ValueError:  # a value CEL cannot hold; rare, so the copy is made only then
         return cel.Context(cel_safe(variables), FUNCTIONS)
 
 
 def cel_safe(value: Any) -> Any:
     """``value`` with every string CEL cannot hold made visible: a lone surrogate (a truncated log's
-    half emoji, a file name that is not UTF-8) is written as its escape, ``\\ud83d``. The recorded value
-    itself is kept unchanged everywhere else."""
+    half emoji, a file name that is not UTF-8) is written as its escape, ``\\ud83d``; an integer past any
+    double (a recorded ``timeout`` of 400 digits) is the infinity of its sign, so it still compares as
+    the huge number it is. The recorded value itself is kept unchanged everywhere else."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, dict):
         return {cel_safe(key): cel_safe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -60,6 +60,9 @@ def read_yaml(path: Path) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScenarioError(str(path), where, f"not valid YAML: {problem}") from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit, say
+        what = "a number of more than 4300 digits" if "digits" in str(exc) else str(exc).splitlines()[0]
+        raise ScenarioError(str(path), "yaml", f"not valid YAML: {what}") from None
     if not isinstance(data, dict):
         raise ScenarioError(str(path), None, "expected a YAML mapping at the top level")
     limits.yaml_size(data, str(path))  # before anything walks it: an alias bomb is refused, never expanded

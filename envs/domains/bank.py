@@ -23,6 +23,7 @@ from typing import Any, Collection
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
+from ..spec_bounds import BOUNDS, bounded_number
 from ..values import bounded
 
 __all__ = ["BankReal", "BankStub"]
@@ -156,12 +157,11 @@ def _load_rate_limit(spec: Mapping[str, Any]) -> RateLimit | None:
     if not isinstance(raw, Mapping):
         raise WorldSpecError(where, "expected a mapping with limit and window_seconds")
     _check_keys(raw, RATE_LIMIT_KEYS, where)
-    limit = raw.get("limit")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-        raise WorldSpecError(f"{where}.limit", f"expected a non-negative integer, got {limit!r}")
-    window = _money(raw.get("window_seconds"))
-    if window is None or window <= 0:
-        raise WorldSpecError(f"{where}.window_seconds", f"expected a positive number, got {raw.get('window_seconds')!r}")
+    for key in RATE_LIMIT_KEYS:
+        if raw.get(key) is None:
+            raise WorldSpecError(f"{where}.{key}", f"required: {BOUNDS['bank.rate_limit.' + key].describe()}")
+    limit = bounded_number(raw, "bank.rate_limit.limit", None)
+    window = bounded_number(raw, "bank.rate_limit.window_seconds", None)
     return RateLimit(limit, float(window))
 
 

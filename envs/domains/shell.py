@@ -73,6 +73,7 @@ from typing import Any, Collection, Iterator
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_section, tool
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import ensure_within, host_path, trace_in_root
+from ..spec_bounds import bounded_number
 from . import _command, _command_root
 from .files import DIR_MODE, TreeScanner, file_view
 
@@ -129,8 +130,8 @@ def parse_shell_spec(spec: Mapping[str, Any]) -> ShellSpec:
     for key in spec:
         if key not in SPEC_KEYS:
             raise WorldSpecError(f"world.shell.{key}", f"unknown key; expected one of {', '.join(SPEC_KEYS)}")
-    timeout = _positive(spec, "timeout", DEFAULT_TIMEOUT)
-    max_timeout = _positive(spec, "max_timeout", max(DEFAULT_MAX_TIMEOUT, timeout))
+    timeout = bounded_number(spec, "shell.timeout", DEFAULT_TIMEOUT)
+    max_timeout = bounded_number(spec, "shell.max_timeout", max(DEFAULT_MAX_TIMEOUT, timeout))
     if timeout > max_timeout:
         raise WorldSpecError("world.shell.timeout", f"must not exceed max_timeout ({max_timeout:g})")
     workspace = spec_section(spec, "workspace", "world.shell", str, DEFAULT_WORKSPACE)
@@ -138,21 +139,11 @@ def parse_shell_spec(spec: Mapping[str, Any]) -> ShellSpec:
         raise WorldSpecError("world.shell.workspace", "expected an absolute path without '..'")
     defaults = _command.Limits()
     limits = _command.Limits(
-        processes=int(_positive(spec, "processes", defaults.processes, integer=True)),
-        memory=int(_positive(spec, "memory", defaults.memory, integer=True)),
-        file_size=int(_positive(spec, "file_size", defaults.file_size, integer=True)),
+        processes=bounded_number(spec, "shell.processes", defaults.processes),
+        memory=bounded_number(spec, "shell.memory", defaults.memory),
+        file_size=bounded_number(spec, "shell.file_size", defaults.file_size),
     )
-    return ShellSpec(timeout, max_timeout, posixpath.normpath(workspace), limits)
-
-
-def _positive(spec: Mapping[str, Any], key: str, default: float, integer: bool = False) -> float:
-    value = spec.get(key)
-    if value is None:
-        return default
-    kinds = (int,) if integer else (int, float)
-    if not isinstance(value, kinds) or isinstance(value, bool) or value <= 0:
-        raise WorldSpecError(f"world.shell.{key}", f"expected a positive {'integer' if integer else 'number'}")
-    return value
+    return ShellSpec(float(timeout), float(max_timeout), posixpath.normpath(workspace), limits)
 
 
 class _Shell(Domain):
@@ -183,12 +174,21 @@ class _Shell(Domain):
         """The call's timeout: the spec's default, or the one asked for, capped at the spec's ceiling."""
         if value is None:
             return self.settings.timeout
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        # `not value > 0` refuses NaN too, which compares false with everything
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
             raise ServiceError(400, "timeout: expected a positive number of seconds")
-        if value > self.settings.max_timeout:
-            call.note(f"timeout {value:g} s capped at the world's max_timeout {self.settings.max_timeout:g} s")
+        if value > self.settings.max_timeout:  # infinity and 1e308 too: the world's ceiling holds
+            call.note(f"timeout {_seconds(value)} s capped at the world's max_timeout {self.settings.max_timeout:g} s")
             return self.settings.max_timeout
         return float(value)
+
+
+def _seconds(value: int | float) -> str:
+    """A recorded number of seconds as text, even an integer too large for a float."""
+    try:
+        return f"{float(value):g}"
+    except OverflowError:
+        return "over 1e308"
 
 
 @register_domain

@@ -143,8 +143,11 @@ class _Timed:
                 elapsed = time.monotonic() - started
                 limit = 0.0
                 if request["tool"] == "run_command" and settings is not None:
-                    asked = request["params"].get("timeout") or settings.timeout
-                    limit = min(asked, settings.max_timeout)
+                    asked = request["params"].get("timeout")
+                    asked = settings.timeout if asked is None else asked
+                    # a timeout that is no positive number (NaN, -1, a string) is refused before anything runs
+                    number = isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked > 0
+                    limit = min(asked, settings.max_timeout) if number else 0.0
                 if ((outcome or {}).get("effects") or {}).get("unobserved"):
                     limit += WALK_SLACK  # the snapshots around it walked their bound of entries
                 self.records.append((request, elapsed, limit, _leftovers(handle)))
