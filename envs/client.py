@@ -250,7 +250,10 @@ class EnvClient:
             ready, _, _ = select.select([self.read_fd], [], [], remaining)
             if not ready:
                 continue
-            chunk = os.read(self.read_fd, 1 << 16)
+            try:
+                chunk = os.read(self.read_fd, 1 << 16)
+            except OSError as exc:  # ECONNRESET: a socket's peer died with requests unread
+                raise ServerGone(f"the env server's connection failed: {exc}") from None
             if not chunk:
                 raise ServerGone("the env server closed the connection")
             self._buffer += chunk
