@@ -96,10 +96,11 @@ def _read_archive(path: Path, data: bytes) -> tuple[Doc, list[Doc]]:
         names = archive.namelist()
     except _ZIP_ERRORS as exc:
         raise AdapterError(file, "zip", _archive_problem(data, exc)) from None
+    decompressed = _Decompressed(file)
     with archive:
         head_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
-        head = _member(archive, data, file, head_name) if head_name else Doc({}, file, "header.json:")
-        samples = [_member(archive, data, file, n) for n in names if n.startswith("samples/") and n.endswith(".json")]
+        head = _member(archive, data, decompressed, head_name) if head_name else Doc({}, file, "header.json:")
+        samples = [_member(archive, data, decompressed, n) for n in names if n.startswith("samples/") and n.endswith(".json")]
     return head.need("eval") if head_name else Doc({}, file, "header.json: eval"), samples
 
 
@@ -114,15 +115,42 @@ def _archive_problem(data: bytes, exc: BaseException) -> str:
     return one_line(f"a damaged .eval archive ({exc})")
 
 
-def _member(archive: zipfile.ZipFile, data: bytes, file: str, name: str) -> Doc:
+class _Decompressed:
+    """The bytes one archive's members have decompressed to so far, against ``archive_bytes``: each member
+    is bounded by ``member_bytes``, and this bounds how many of them a batch process holds at once."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.limit = limits.get("archive_bytes")
+        self.total = 0
+
+    def room(self) -> int:
+        return self.limit - self.total
+
+    def exceeded(self, name: str, size: int) -> limits.LimitExceeded:
+        """The refusal naming the member at which the total passed the limit."""
+        return limits.LimitExceeded(self.file, name, f"the archive's members decompress to {self.total + size} bytes "
+                                                      "or more together", "archive_bytes")
+
+    def add(self, name: str, size: int) -> None:
+        if size > self.room():
+            raise self.exceeded(name, size)
+        self.total += size
+
+
+def _member(archive: zipfile.ZipFile, data: bytes, decompressed: _Decompressed, name: str) -> Doc:
+    file, member_limit, room = decompressed.file, limits.get("member_bytes"), decompressed.room()
     try:
-        raw = read_member(archive, data, name, limits.get("member_bytes"))
+        raw = read_member(archive, data, name, min(member_limit, room))
     except MemberTooLarge as exc:
+        if room < member_limit:  # stopped by what the members before it left
+            raise decompressed.exceeded(name, exc.size) from None
         raise limits.LimitExceeded(file, name, f"{exc.size} bytes or more once decompressed", "member_bytes") from None
     except MemberError as exc:
         raise AdapterError(file, name, one_line(f"cannot read this archive member: {exc}")) from None
     except _ZIP_ERRORS as exc:
         raise AdapterError(file, name, one_line(f"cannot read this archive member: {exc}")) from None
+    decompressed.add(name, len(raw))
     return Doc(parse_json(decode_text(raw, file), file, name), file, f"{name}:")
 
 
@@ -160,17 +188,23 @@ def _read_with_inspect_ai(path: Path) -> tuple[Doc, list[Doc]]:
 
 def _check_declared_sizes(path: Path) -> None:
     """Before inspect_ai's reader (which bounds nothing itself): no member may claim more than
-    ``member_bytes``; ``zipfile`` stops a member at the size it claims, so a claim is a bound."""
-    limit = limits.get("member_bytes")
+    ``member_bytes``, nor all of them together more than ``archive_bytes``; ``zipfile`` stops a member at
+    the size it claims, so a claim is a bound."""
+    limit, total_limit = limits.get("member_bytes"), limits.get("archive_bytes")
     try:
         with zipfile.ZipFile(path) as archive:
             members = archive.infolist()
     except _ZIP_ERRORS:
         return  # not an archive, or a damaged one: the readers say what is wrong
+    total = 0
     for info in members:
         if info.file_size > limit:
             raise limits.LimitExceeded(str(path), info.filename, f"{info.file_size} bytes once decompressed",
                                        "member_bytes")
+        total += info.file_size
+        if total > total_limit:
+            raise limits.LimitExceeded(str(path), info.filename, f"the archive's members decompress to {total} "
+                                                                 "bytes together", "archive_bytes")
 
 
 def resolve_attachments(value: Any, attachments: dict[str, Any]) -> Any:

@@ -11,6 +11,9 @@ name                   default      what it bounds
 ``member_bytes``       104857600    bytes one member of an archive (an inspect_ai ``.eval`` sample)
                                     decompresses to (100 MiB), checked while decompressing: a zip
                                     bomb is refused after at most this many bytes
+``archive_bytes``      1073741824   bytes all the members of one archive decompress to together (1
+                                    GiB), counted as they are decompressed: many members each under
+                                    ``member_bytes`` cannot add up past it
 ``calls``              10000        tool calls in one trajectory
 ``yaml_nodes``         1000000      values in a scenario or worlds file, each alias counted at the
                                     size of what it repeats (an alias bomb is refused, not expanded)
@@ -36,6 +39,7 @@ __all__ = ["DEFAULTS", "LimitExceeded", "apply_settings", "check_calls", "check_
 DEFAULTS: dict[str, int] = {
     "file_bytes": 100 * 1024 * 1024,
     "member_bytes": 100 * 1024 * 1024,
+    "archive_bytes": 1024 * 1024 * 1024,
     "calls": 10_000,
     "yaml_nodes": 1_000_000,
     "cel_length": 4096,
