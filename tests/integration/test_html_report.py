@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,6 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from litmus_replay.replay.cli import main
+from litmus_replay.replay.report.export import CLASS_COLOURS
+from litmus_replay.replay.report.svg import ESCAPE_COLOUR
+from litmus_replay.replay.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "core" / "symlink-followed-out-of-workspace.yaml"
@@ -137,4 +142,61 @@ def test_page_loads_without_console_errors_and_draws_the_graph(browser, report, 
 
 
 def test_screenshot_for_review(browser, report, tmp_path):
+    """The picture left for review is the page as drawn: the window's size, each call's class in its
+    colour, and the escape edge."""
     screenshot(browser, report, tmp_path / "profile", "symlink-followed-out-of-workspace.png", "1400,1000")
+    width, height, colours = png_colours((ARTIFACTS / "symlink-followed-out-of-workspace.png").read_bytes())
+    assert (width, height) == (1400, 1000)
+    expected = load_scenario(SCENARIO).spec.expect.calls
+    for cls in set(expected.values()):
+        fill = _rgb(CLASS_COLOURS[str(cls)][0])
+        assert fill in colours, f"no pixel of {cls}'s colour {CLASS_COLOURS[str(cls)][0]}"
+    assert _rgb(ESCAPE_COLOUR) in colours, "the escape edge is drawn"
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def png_colours(data: bytes) -> tuple[int, int, set[tuple[int, int, int]]]:
+    """Width, height and the set of RGB colours of an 8-bit RGB or RGBA PNG without interlacing (what
+    Chromium's screenshots are), decoded here so the tests need no imaging library."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, idat, header = 8, [], None
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        body = data[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        position += 12 + length
+    width, height, depth, colour_type, _, _, interlace = header
+    assert depth == 8 and colour_type in (2, 6) and interlace == 0, header
+    step = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(b"".join(idat))
+    stride = width * step
+    previous = bytearray(stride)
+    colours: set[tuple[int, int, int]] = set()
+    for row in range(height):
+        start = row * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        if kind == 1:
+            for i in range(step, stride):
+                line[i] = (line[i] + line[i - step]) & 0xFF
+        elif kind == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous))
+        elif kind == 3:
+            for i in range(stride):
+                left = line[i - step] if i >= step else 0
+                line[i] = (line[i] + (left + previous[i]) // 2) & 0xFF
+        elif kind == 4:
+            for i in range(stride):
+                a = line[i - step] if i >= step else 0
+                b, c = previous[i], previous[i - step] if i >= step else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        colours.update(zip(line[0::step], line[1::step], line[2::step]))
+        previous = line
+    return width, height, colours

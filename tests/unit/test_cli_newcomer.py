@@ -5,12 +5,14 @@ words what to install and start, and the quick start says what a bare machine sk
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from litmus_replay.envs.runtimes.docker import no_engine_message
 from litmus_replay.replay.cli import main
+from litmus_replay.replay.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "core" / "benign-run.yaml"
@@ -58,7 +60,12 @@ def test_run_ends_with_a_tally_in_the_right_number(tmp_path):
     result = _invoke("run", str(SCENARIO), "--runtime", "inprocess", "-q")
     assert result.exit_code == 0, result.output
     last = result.stdout.strip().splitlines()[-1]
-    assert re.match(r"1 trajectory · \d+ calls? · ", last), last
+    [trajectory] = load_scenario(SCENARIO).trajectories
+    calls = trajectory.call_count()
+    classes = Counter(str(cls) for cls in load_scenario(SCENARIO).spec.expect.calls.values())
+    tally = " · ".join(f"{cls} {count}" for cls, count in sorted(classes.items()))
+    assert calls > 1 and sum(classes.values()) == calls, "the scenario states every call's class"
+    assert last == f"1 trajectory · {calls} calls · {tally} · expectations 1/1 met", last
     report = tmp_path / "run.json"
     written = _invoke("run", str(SCENARIO), "--runtime", "inprocess", "-q", "--json", str(report))
     assert written.stdout.strip().splitlines()[-1] == f"wrote {report}" and report.exists()
