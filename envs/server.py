@@ -13,8 +13,10 @@ import contextlib
 import ctypes
 import importlib
 import os
+import select
 import signal
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
@@ -178,8 +180,9 @@ def serve_stream(host: WorldHost, reader: BinaryIO, writer: BinaryIO) -> None:
         writer.flush()
 
 
-def serve_connection(host: WorldHost, path: str) -> None:
-    """Connect to the unix socket the runtime listens on and answer on it until shutdown or its end.
+def serve_connection(host: WorldHost, path: str, watch: bool = False) -> None:
+    """Connect to the unix socket the runtime listens on and answer on it until shutdown or its end
+    (with ``watch``, end at once when the runtime's side goes, see :func:`end_with_runtime`).
 
     The server connects rather than listens, so the directory that carries the socket can be bound in
     read-only: nothing a world runs can create a file where the host would see it."""
@@ -187,8 +190,30 @@ def serve_connection(host: WorldHost, path: str) -> None:
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(path)
+        if watch:
+            end_with_runtime(connection.fileno())
         with connection.makefile("rb") as reader, connection.makefile("wb") as writer:
             serve_stream(host, reader, writer)  # type: ignore[arg-type]
+
+
+def end_with_runtime(fd: int) -> None:
+    """Exit as soon as the runtime's end of ``fd`` (the protocol's pipe or socket) is gone, even while a
+    call holds the main thread (a command that sleeps): the runtime was killed, and nobody will read
+    what this world does. As a namespace's init, this process takes every process of the namespace with
+    it. A parent-death signal cannot do this: the kernel clears it whenever the server changes its
+    effective ids, which it does for every call."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, select.POLLRDHUP)  # POLLHUP (a pipe's writers gone) and POLLERR always count
+        while True:
+            for _, events in poller.poll():
+                if events & select.POLLNVAL:  # closed here: the server is ending anyway
+                    return
+                if events & (select.POLLHUP | select.POLLRDHUP | select.POLLERR):
+                    os._exit(0)
+
+    threading.Thread(target=watch, name="end with runtime", daemon=True).start()
 
 
 def narrow_bounding_set() -> None:
@@ -245,14 +270,17 @@ def main(argv: list[str] | None = None) -> None:
         narrow_bounding_set()
     if args.switch_uid:
         os.setgroups([])
+    init = os.getpid() == 1  # a sandbox's or a container's: it ends with its runtime, and everything with it
     try:
         if args.stdio:
             # Tool code must never write into the protocol stream: keep the real stdout for replies only.
             protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+            if init:
+                end_with_runtime(sys.stdin.fileno())
             serve_stream(host, sys.stdin.buffer, protocol_out)
         else:
-            serve_connection(host, args.connect)
+            serve_connection(host, args.connect, watch=init)
     finally:
         host.op_close({})
         if own_root:

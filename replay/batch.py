@@ -24,7 +24,6 @@ import multiprocessing
 import multiprocessing.util
 import os
 import re
-import signal
 import threading
 import time
 from collections import Counter
@@ -51,6 +50,7 @@ from .report.batch_index import FLAGGED_FINDINGS, write_batch_index
 from .report.html import PageNav, trajectory_html, with_nav
 from .run_index import Found, OffsetIndex, RunIndex
 from .spool import Spool
+from .worker_lifetime import end_with_parent
 from .worlds import NoWorld, TaskWorld, WorldCatalog
 
 RESULTS = "results.jsonl"
@@ -357,18 +357,15 @@ def _close_at_worker_exit() -> None:
 
     A worker ends through multiprocessing's own exit path, which runs its finalizers but not ``atexit``:
     without this its warm containers (docker) and staging directory (sandbox) would outlive the batch. A
-    pool that breaks ends its other workers with SIGTERM: that becomes ``SystemExit``, so the world a worker
-    was replaying is closed (its directory removed) on the way out too.
+    worker also ends, closing its runtime first, on SIGTERM (a pool that breaks ends its other workers so)
+    and when the batch process dies (see :mod:`.worker_lifetime`).
     """
-    if multiprocessing.parent_process() is None or _FINALIZER:
+    parent = multiprocessing.parent_process()
+    if parent is None or _FINALIZER:
         return
     _FINALIZER.append(multiprocessing.util.Finalize(None, close_worker, exitpriority=10))
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
-
-
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
+    if threading.current_thread() is threading.main_thread() and parent.pid is not None:
+        end_with_parent(parent.pid, close_worker)
 
 
 def close_worker() -> None:
@@ -403,6 +400,7 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
 def warm_worker(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> None:
     """Open this process's worlds and runtime before its first chunk comes (a worker's start-up); a failure
     here is left for the chunk to meet, and to report run by run."""
+    _close_at_worker_exit()  # before anything that may fail or take long: the worker ends with its parent
     try:
         _worker_state(worlds_dir, runtime, benchmark_version)
     except Exception:

@@ -54,6 +54,7 @@ from ..world import parse_principals
 from . import _idmap, _launcher, hosting
 from ._idmap import UID_COUNT, IdMap, MappingUnavailable
 from .hosting import MOUNT_ROOT, Mount
+from .owner import owned_prefix, reap_dirs
 from .pool import Pool, PooledWorld, begin_on
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
@@ -71,6 +72,7 @@ SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 HOSTNAME = "litmus"
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 HINT = "use --runtime docker or --runtime inprocess"
+STAGING_PREFIX = "litmus-sandbox-"  # then the owner's pid and start time (see .owner)
 MiB = 1024 * 1024
 
 
@@ -453,7 +455,8 @@ class SandboxRuntime(Runtime):
         except MappingUnavailable as exc:
             raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {exc}; {HINT}") from None
         self._bwrap = _backend(self.options)
-        self._staging = tempfile.mkdtemp(prefix="litmus-sandbox-")
+        reap_dirs(STAGING_PREFIX, _remove_dir)  # a killed run's (it holds only mount points: empty here)
+        self._staging = tempfile.mkdtemp(prefix=owned_prefix(STAGING_PREFIX))
         os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
         self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
         self.pool: Pool[_Sandbox] = Pool(self._spawn, lambda sandbox: sandbox.shutdown(), idle=self.options.reuse,

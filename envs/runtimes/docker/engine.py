@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ...errors import RuntimeUnavailable
+from ..owner import alive, owned_prefix, reap_dirs
 
 LABEL = "litmus-replay"
 OWNER, OWNER_START, HOST, SESSION, SOCKDIR = (f"{LABEL}.{k}" for k in ("owner", "owner-start", "host", "session", "sockdir"))
@@ -180,41 +180,9 @@ class Engine:
 # --- who owns a container --------------------------------------------------------------------
 
 
-def _start_time(pid: int) -> str | None:
-    """The pid's start time in clock ticks since boot (so a recycled pid is not taken for its owner)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    if Path("/proc/self/stat").exists():
-        now = _start_time(pid)
-        return now is not None and (start is None or start == now)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _sockdir_prefix() -> str:
     """Socket directories are named for their owner process, so the reaper can tell a dead run's."""
-    return f"{SOCKET_PREFIX}{os.getpid()}-{_start_time(os.getpid()) or 0}-"
-
-
-def _sockdir_owner(path: Path) -> tuple[int, str | None] | None:
-    """(pid, start time) from one of our socket directories' names; None for anything else."""
-    if path.parent != Path(tempfile.gettempdir()) or not path.name.startswith(SOCKET_PREFIX):
-        return None
-    pid, start, *_ = path.name[len(SOCKET_PREFIX):].split("-") + ["", ""]
-    if not pid.isdigit():
-        return None
-    return int(pid), (start if start not in ("", "0") else None)
+    return owned_prefix(SOCKET_PREFIX)
 
 
 def reap(engine: Engine) -> list[str]:
@@ -230,12 +198,9 @@ def reap(engine: Engine) -> list[str]:
             pid = int(labels.get(OWNER, ""))
         except ValueError:
             continue
-        if _alive(pid, labels.get(OWNER_START) or None):
+        if alive(pid, labels.get(OWNER_START) or None):
             continue
         engine.remove(container.id)
         removed.append(container.id)
-    for path in Path(tempfile.gettempdir()).glob(f"{SOCKET_PREFIX}*"):
-        owner = _sockdir_owner(path)
-        if owner is not None and not _alive(*owner):
-            shutil.rmtree(path, ignore_errors=True)
+    reap_dirs(SOCKET_PREFIX, lambda path: shutil.rmtree(path, ignore_errors=True))
     return removed

@@ -49,8 +49,8 @@ from .. import hosting
 from ..hosting import Mount
 from ..pool import Pool, PooledWorld, open_on
 from . import image as env_image
-from .engine import (HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Engine, MissingImage, _sockdir_prefix,
-                     _start_time, reap)
+from ..owner import start_time
+from .engine import HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Engine, MissingImage, _sockdir_prefix, reap
 
 SOCKET_DIR = "/run/litmus"
 SOCKET_NAME = "env.sock"
@@ -189,7 +189,7 @@ class DockerRuntime(Runtime):
         self._closed = False  # no new worlds
         self._done = False  # every container removed
         self._started = 0
-        self._labels = {LABEL: "1", OWNER: str(os.getpid()), OWNER_START: _start_time(os.getpid()) or "",
+        self._labels = {LABEL: "1", OWNER: str(os.getpid()), OWNER_START: start_time(os.getpid()) or "",
                         HOST: socket.gethostname(), SESSION: self.session}
         with _LIVE_LOCK:
             _LIVE[self.session] = self
@@ -239,6 +239,8 @@ class DockerRuntime(Runtime):
             listener.listen(1)
             container = self._run(self._container_options(sockdir, number, mounts, command_root))
             slot.container_id = container.id
+            if self._closed:  # closed while it started (a worker ending with its batch): not kept
+                raise EnvError("the docker runtime is closed")
             self._connect(slot, listener)
         except BaseException:
             self._discard(slot)
