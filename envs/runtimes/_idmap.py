@@ -4,7 +4,10 @@ Inside, the env server is uid 0 and the principals have their declared ids (1000
 nobody 65534), so the namespace needs inner ids 0-65535. Three ways to get them:
 
 - ``host-range`` (the host's root): inner 0-65535 onto host ids ``uid_base`` and up, written by the
-  runtime itself (only ``CAP_SETUID`` in the parent namespace may map a range).
+  runtime itself (only ``CAP_SETUID`` in the parent namespace may map a range). The range must be no
+  one else's: the owner of a host id the sandbox uses could signal and trace its processes. By default it
+  is the first block of 65,536 from ``HOST_RANGE_BASE`` that no ``/etc/subuid`` or ``/etc/subgid``
+  entry, passwd user or group holds (:func:`host_range`); a ``uid_base`` that overlaps one is refused.
 - ``subordinate`` (an ordinary user, as rootless Podman does): inner 0 onto the user's own uid and gid,
   inner 1-65535 onto the first 65,535 ids of the user's subordinate range in ``/etc/subuid`` and
   ``/etc/subgid``, written by the setuid helpers ``newuidmap`` and ``newgidmap`` (Debian: ``uidmap``).
@@ -27,6 +30,11 @@ from dataclasses import dataclass
 UID_COUNT = 65536  # inner ids 0..65535: root, the principals and nobody
 MODES = ("auto", "host-range", "subordinate", "single-uid")
 SUBUID, SUBGID = "/etc/subuid", "/etc/subgid"
+PASSWD, GROUP = "/etc/passwd", "/etc/group"
+# 0x70000000: above every range useradd hands out (subordinate ids from 100000, 65,536 per account) and
+# systemd-nspawn's container ranges (524288-1879048191), below ids with the high bit set.
+HOST_RANGE_BASE = 0x70000000
+HOST_ID_LIMIT = 2**32 - 2  # (uid_t)-1 is "no id"
 FULL_MODE_HOWTO = ("for a uid per principal: apt-get install uidmap, and give {user} 65536 subordinate ids "
                    "(usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {user})")
 
@@ -120,21 +128,78 @@ def subordinate_range(path: str, user: str, uid: int, need: int) -> tuple[int, i
     return None
 
 
-def plan(mode: str, uid_base: int) -> IdMap:
-    """The id maps for ``mode`` (``auto``: the strongest this user can have)."""
+def held_ids() -> list[tuple[int, int, str]]:
+    """The host ids someone holds, as ``(start, count, whose)``: every ``/etc/subuid`` and ``/etc/subgid``
+    range, every passwd user's uid and every group's gid."""
+    held = []
+    for path, fields in ((SUBUID, 3), (SUBGID, 3), (PASSWD, 7), (GROUP, 4)):
+        try:
+            with open(path) as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.strip().split(":")
+            if len(parts) < fields or not parts[0] or parts[0].startswith("#"):
+                continue
+            try:
+                start, count = (int(parts[1]), int(parts[2])) if fields == 3 else (int(parts[2]), 1)
+            except ValueError:
+                continue
+            what = "range" if fields == 3 else ("uid" if path == PASSWD else "gid")
+            held.append((start, count, f"{path}'s {what} for {parts[0]} ({start}" + (f"-{start + count - 1})" if count > 1 else ")")))
+    return held
+
+
+def _holder(base: int, count: int, held: list[tuple[int, int, str]]) -> tuple[int, int, str] | None:
+    return next((entry for entry in held if entry[0] < base + count and base < entry[0] + entry[1]), None)
+
+
+def _first_free(base: int, count: int, held: list[tuple[int, int, str]]) -> int | None:
+    while base + count <= HOST_ID_LIMIT:
+        entry = _holder(base, count, held)
+        if entry is None:
+            return base
+        base = -(-(entry[0] + entry[1]) // UID_COUNT) * UID_COUNT  # the next block after it
+    return None
+
+
+def host_range(uid_base: int | None, count: int = UID_COUNT) -> int:
+    """Root's first host id for a sandbox: ``uid_base`` if nobody holds any of its ``count`` ids (else
+    :class:`MappingUnavailable` with a free one), or by default the first free block from
+    :data:`HOST_RANGE_BASE` (see :func:`held_ids`)."""
+    held = held_ids()
+    if uid_base is None:
+        free = _first_free(HOST_RANGE_BASE, count, held)
+        if free is None:
+            raise MappingUnavailable(f"every block of {count} host ids from {HOST_RANGE_BASE} is held by a user, "
+                                     f"a group or a subordinate range; pass uid_base= a range nobody holds")
+        return free
+    entry = _holder(uid_base, count, held)
+    if entry is None:
+        return uid_base
+    free = _first_free(HOST_RANGE_BASE, count, held)
+    fix = f"uid_base={free} (free)" if free is not None else "a uid_base nobody holds"
+    raise MappingUnavailable(f"host ids {uid_base}-{uid_base + count - 1} (uid_base) overlap {entry[2]}: its owner "
+                             f"could signal and trace every sandbox's processes; use {fix}, or leave uid_base unset")
+
+
+def plan(mode: str, uid_base: int | None = None) -> IdMap:
+    """The id maps for ``mode`` (``auto``: the strongest this user can have); as root, onto
+    :func:`host_range` (``uid_base`` None: the first free block)."""
     uid, gid = os.geteuid(), os.getegid()
     try:
         user = pwd.getpwuid(uid).pw_name
     except KeyError:
         user = str(uid)
     if mode in ("auto", "host-range") and uid == 0:
-        lines = ((0, uid_base, UID_COUNT),)
+        lines = ((0, host_range(uid_base), UID_COUNT),)
         return IdMap("host-range", lines, lines, user=user)
     if mode == "host-range":
         raise MappingUnavailable("host-range ids need root on the host (only root may map a range without "
                                  "subordinate ids); as an ordinary user use id_mapping 'subordinate' or 'single-uid'")
     if mode == "single-uid" and uid == 0:
-        lines = ((0, uid_base, 1),)
+        lines = ((0, host_range(uid_base, 1), 1),)
         return IdMap("single-uid", lines, lines, setgroups=False, why_single="asked to map a single uid", user=user)
     if uid == 0:
         raise MappingUnavailable("subordinate ids are for an ordinary user; as root use id_mapping 'host-range'")
@@ -178,4 +243,5 @@ def _read(path: str) -> str | None:
         return None
 
 
-__all__ = ["IdMap", "MappingUnavailable", "MODES", "UID_COUNT", "plan", "subordinate_range", "userns_disabled"]
+__all__ = ["HOST_RANGE_BASE", "IdMap", "MappingUnavailable", "MODES", "UID_COUNT", "held_ids", "host_range", "plan",
+           "subordinate_range", "userns_disabled"]

@@ -2,7 +2,7 @@
 
 Each world gets its own sandbox: ``python3 -S -m litmus_replay.envs.server --stdio --isolated --switch-uid
 --world-root /world`` as uid 0 of a fresh user namespace whose uids 0-65535 map to unprivileged host ids
-— run as root, a host range (``uid_base``, default 100000); run as an ordinary user, its own uid and its
+— run as root, a host range nobody else holds (``uid_base``, by default from 0x70000000); run as an ordinary user, its own uid and its
 subordinate ids, or only its own uid where it has none (see :mod:`._idmap`; the server then runs with
 ``--shared-uid``) — in fresh mount, pid, net, ipc and uts namespaces. Its root is a
 read-only tmpfs holding read-only binds of ``/usr`` (``/bin``, ``/lib*`` as the host has them: symlinks
@@ -92,7 +92,9 @@ class SandboxOptions:
     processes: int = 256  # RLIMIT_NPROC
     cpu: int = 600  # RLIMIT_CPU, s of CPU time for the server
     file_size: int = 64 * MiB  # RLIMIT_FSIZE
-    uid_base: int = 100000  # as root: host uid of the sandbox's root; inner uid u is host uid uid_base + u
+    uid_base: int | None = None  # as root: host uid of the sandbox's root, inner uid u is host uid uid_base + u;
+    #                             None: the first block of 65,536 ids from 0x70000000 that no user, group or
+    #                             subordinate range holds (see _idmap.host_range); one that overlaps is refused
     id_mapping: str = "auto"  # "auto" (the strongest available), "host-range" (root), "subordinate"
     #                           (an ordinary user's /etc/subuid range), "single-uid" (principals share one uid)
     backend: str = "auto"  # "auto" (bwrap if installed), "bwrap" or "native"
@@ -108,7 +110,7 @@ class SandboxOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer")
-        if not 0 < self.uid_base <= 2**32 - 2 - UID_COUNT:
+        if self.uid_base is not None and not 0 < self.uid_base <= 2**32 - 2 - UID_COUNT:
             raise ValueError(f"uid_base must leave room for {UID_COUNT} uids below 2**32 - 1")
         if self.backend not in ("auto", "bwrap", "native"):
             raise ValueError("backend must be 'auto', 'bwrap' or 'native'")

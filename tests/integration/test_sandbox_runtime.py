@@ -19,6 +19,7 @@ import pytest
 from litmus_replay.envs import RuntimeUnavailable, WorldSpecError
 from litmus_replay.envs.runtime import get_runtime, runtime_names
 from litmus_replay.envs.runtimes import hosting
+from litmus_replay.envs.runtimes._idmap import held_ids
 from litmus_replay.envs.runtimes import sandbox as sandbox_module
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.model import Trajectory
@@ -75,7 +76,9 @@ def test_the_server_is_root_of_a_user_namespace_mapped_to_unprivileged_ids(sandb
     host_root = sandbox.idmap.host_uid(0)
     assert host_root is not None and host_root != 0
     if os.geteuid() == 0:
-        assert sandbox.id_mapping == "host-range" and host_root == sandbox.options.uid_base
+        assert sandbox.id_mapping == "host-range"
+        # no user, group or subordinate range holds any id the sandbox maps onto
+        assert not [whose for start, count, whose in held_ids() if start < host_root + 65536 and host_root < start + count]
     else:  # an ordinary user's sandbox: its root is the user, never anyone else
         assert sandbox.id_mapping in ("subordinate", "single-uid") and host_root == os.geteuid()
     host = _host_status(_server_pid(world))

@@ -28,12 +28,50 @@ def ordinary_user(monkeypatch, tmp_path):
     return subuid, subgid
 
 
-def test_root_maps_its_host_range():
-    if os.geteuid() != 0:
-        pytest.skip("the host range is root's")
+@pytest.fixture
+def root_host(monkeypatch, tmp_path):
+    """Root, with the host's id files (subuid, subgid, passwd, group) under tmp_path, empty at first."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "getegid", lambda: 0)
+    files = {}
+    for name in ("SUBUID", "SUBGID", "PASSWD", "GROUP"):
+        files[name] = tmp_path / name.lower()
+        files[name].write_text("")
+        monkeypatch.setattr(_idmap, name, str(files[name]))
+    files["PASSWD"].write_text("root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/bin/false\n")
+    return files
+
+
+def test_root_maps_its_host_range(root_host):
     idmap = plan("auto", 100000)
     assert idmap.mode == "host-range" and idmap.uid_lines == ((0, 100000, 65536),) and idmap.notice is None
     assert idmap.host_uid(10001) == 110001 and idmap.host_uid(65536) is None
+
+
+def test_root_maps_by_default_a_range_above_what_useradd_and_nspawn_hand_out(root_host):
+    assert plan("auto").uid_lines == ((0, 0x70000000, 65536),)
+
+
+def test_root_never_maps_ids_a_subordinate_range_a_user_or_a_group_holds(root_host):
+    # the first ordinary account's range, as useradd gives it, and someone's range over the default block
+    root_host["SUBUID"].write_text("ann:100000:65536\ncarol:1879048192:100000\n")
+    root_host["GROUP"].write_text(f"big:x:{0x70000000 + 200000}:\n")
+    base = plan("auto").uid_lines[0][1]
+    held = [(1879048192, 100000), (0x70000000 + 200000, 1), (100000, 65536)]
+    assert base % 65536 == 0 and base >= 0x70000000
+    assert not [(start, count) for start, count in held if start < base + 65536 and base < start + count]
+    assert plan("auto").uid_lines == ((0, base, 65536),)  # the same block every time
+
+
+@pytest.mark.parametrize("name, line", [("SUBUID", "ann:100000:65536"), ("SUBGID", "ann:150000:65536"),
+                                        ("PASSWD", "eve:x:120000:120000::/home/eve:/bin/sh"), ("GROUP", "eve:x:165535:")])
+def test_a_uid_base_someone_holds_is_refused_with_a_free_one(root_host, name, line):
+    root_host[name].write_text(line + "\n")
+    with pytest.raises(MappingUnavailable) as refused:
+        plan("host-range", 100000)
+    message = str(refused.value)
+    assert str(root_host[name]) in message and line.split(":")[0] in message
+    assert "uid_base=1879048192 (free)" in message
 
 
 def test_an_ordinary_user_with_a_range_maps_it_through_the_helpers(ordinary_user):
