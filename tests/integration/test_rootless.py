@@ -35,13 +35,40 @@ def _run(*argv: str) -> None:
     subprocess.run(argv, check=True, capture_output=True, text=True)
 
 
+def _tops() -> set[Path]:
+    """This interpreter's installation and this checkout: what the account's rerun needs to reach."""
+    return {Path(os.path.realpath(top)) for top in
+            (Path(sys.executable).parent, Path(sys.prefix), Path(sys.base_prefix), ROOT)}
+
+
 def _needed_dirs() -> list[Path]:
     """Every directory the account must search to run this interpreter and import this checkout."""
-    tops = {Path(os.path.realpath(sys.executable)).parent, Path(sys.prefix), Path(sys.base_prefix), ROOT}
     dirs: set[Path] = set()
-    for top in tops:
-        dirs.update(Path(os.path.realpath(top)).parents)
+    for top in _tops():
+        dirs.update(top.parents)
     return sorted(dirs)
+
+
+def _under_tmp() -> list[str]:
+    """The tops that lie under /tmp, which the rerun's private /tmp would hide (a checkout cloned there)."""
+    return sorted(str(top) for top in _tops() if Path("/tmp") in top.parents)
+
+
+# In a mount namespace of its own: the host's /tmp kept aside, the account's directory bound over /tmp
+# (carrying that aside with it), every top under the host's /tmp bound back at its own path, then the
+# command. Arguments: the account's directory, the count of tops, the tops, the command.
+_PRIVATE_TMP = """set -e
+account=$0; count=$1; shift
+mkdir -p "$account/.host-tmp"
+mount --bind /tmp "$account/.host-tmp"
+mount --rbind "$account" /tmp
+while [ "$count" -gt 0 ]; do
+  top=$1; shift; count=$((count - 1))
+  mkdir -p "$top"
+  mount --bind "/tmp/.host-tmp${top#/tmp}" "$top"
+done
+cd /tmp/home && exec "$@"
+"""
 
 
 class Account:
@@ -73,14 +100,16 @@ class Account:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def pytest(self, expect: str, *args: str) -> subprocess.CompletedProcess[str]:
-        """Run pytest as the account, in a mount namespace whose /tmp is the account's own directory."""
+        """Run pytest as the account, in a mount namespace whose /tmp is the account's own directory (with
+        the checkout and the interpreter where they were, even under the host's /tmp)."""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home, "TMPDIR": "/tmp",
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "LITMUS_EXPECT_ID_MAPPING": expect}
         as_account = ["runuser", "-u", self.name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
                       sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--rootdir", str(ROOT),
                       *args]
-        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                'mount --bind "$0" /tmp && cd /tmp/home && exec "$@"', str(self.tmp), *as_account]
+        keep = _under_tmp()
+        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _PRIVATE_TMP, str(self.tmp),
+                str(len(keep)), *keep, *as_account]
         return subprocess.run(argv, capture_output=True, text=True, timeout=1800)
 
 
