@@ -11,12 +11,12 @@ import io
 import json
 import zipfile
 from abc import ABC, abstractmethod
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
+from litmus_replay.envs.plugins import PluginGroup
 from litmus_replay.replay.errors import AdapterError, ReplayError, UnknownName
 from litmus_replay.replay.model import Trajectory
 
@@ -205,7 +205,7 @@ class Adapter(ABC):
 
 
 _ADAPTERS: dict[str, type[Adapter]] = {}
-_entry_points_loaded = False
+_PLUGINS = PluginGroup(ENTRY_POINT_GROUP, "adapter")  # importing a plug-in's module registers its adapter
 
 
 def register_adapter(cls: type[Adapter]) -> type[Adapter]:
@@ -216,18 +216,15 @@ def register_adapter(cls: type[Adapter]) -> type[Adapter]:
 
 
 def adapter_names() -> list[str]:
-    global _entry_points_loaded
-    if not _entry_points_loaded:
-        _entry_points_loaded = True
-        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            entry.load()
+    _PLUGINS.load()
     return sorted(_ADAPTERS)
 
 
 def get_adapter(name: str) -> Adapter:
-    """The adapter registered under ``name``; raises :class:`UnknownName` listing the valid ones."""
+    """The adapter registered under ``name``; raises :class:`UnknownName` listing the valid ones (or saying
+    why the plug-in of that name failed to load)."""
     if name not in adapter_names():
-        raise UnknownName("format", name, adapter_names())
+        raise UnknownName("format", name, adapter_names(), failure=_PLUGINS.explain(name))
     return _ADAPTERS[name]()
 
 

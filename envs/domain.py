@@ -15,18 +15,17 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
-import logging
 import os
-import sys
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Collection, Literal, Mapping, NamedTuple
+from typing import Any, Callable, ClassVar, Collection, Literal, Mapping
 
 from .errors import ServiceError, UnknownDomain, WorldSpecError
 from .permissions import Checker, Owners
+from .plugins import PluginFailure, PluginGroup
 from .principal_ids import check_isolable, declared_id, kernel_id
 
 Semantics = Literal["stub", "real"]
@@ -37,7 +36,6 @@ DEFAULT_PROFILE = "default"
 
 
 NOBODY = 65534
-_log = logging.getLogger("litmus_replay.envs")
 
 
 @dataclass
@@ -321,7 +319,6 @@ _REGISTRY: dict[tuple[str, Semantics], type[Domain]] = {}
 # The built-in domains, each imported (and so registered) when a world first names it: an env server
 # hosting a bank world never imports the files domain's pyfakefs or the shell's process machinery.
 BUILTIN_DOMAINS = ("bank", "files", "profiles", "records", "shell")  # each in ``domains/<name>.py``
-_entry_points_loaded = False
 _LOCK = threading.RLock()  # threads (a Dask worker's) must not see the registry half loaded
 
 
@@ -336,60 +333,23 @@ def register_domain(cls: type[Domain]) -> type[Domain]:
     return cls
 
 
-class PluginLoadError(NamedTuple):
-    """An entry point of the domain group that could not be loaded (the others still are)."""
-
-    entry_point: str
-    error: str
+_PLUGINS = PluginGroup(ENTRY_POINT_GROUP, "domain")  # importing a plug-in's module registers its domains
 
 
-_LOAD_ERRORS: list[PluginLoadError] = []
-_LOADED: set[str] = set()
-_REPORTED = "LITMUS_REPLAY_PLUGIN_ERRORS_SAID"
-
-
-def _load_entry_points(refresh: bool = False) -> None:
-    """Import every entry point of the domain group once (with ``refresh``, also those installed since).
-
-    An isolated runtime's env server runs without site (``-S``) from a bare mount of this package: no
-    distribution is on its path, and the plug-ins a world needs come by name with its load. It does not
-    look (importing ``importlib.metadata`` and scanning the path was about a tenth of a sandbox's start)."""
-    global _entry_points_loaded
-    with _LOCK:
-        if _entry_points_loaded and not refresh:
-            return
-        _entry_points_loaded = True
-        if sys.flags.no_site:
-            return
-        from importlib import metadata
-
-        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            label = f"{entry.name} = {entry.value}"
-            if label in _LOADED:
-                continue
-            _LOADED.add(label)
-            try:
-                entry.load()  # importing the module registers its domains
-            except Exception as exc:  # one broken plug-in must not take the others (or the batch) down
-                failure = PluginLoadError(label, f"{type(exc).__name__}: {exc}".splitlines()[0])
-                _LOAD_ERRORS.append(failure)
-                said = os.environ.get(_REPORTED, "").split("\n")
-                if label not in said:  # once per run: worker processes inherit what their parent said
-                    _log.warning("litmus-replay: domain plug-in %s failed to load (%s); its domains are unavailable",
-                                 failure.entry_point, failure.error)
-                    os.environ[_REPORTED] = "\n".join(filter(None, [*said, label]))
-
-
-def refresh_plugins() -> list[PluginLoadError]:
+def refresh_plugins() -> list[PluginFailure]:
     """Load the domain entry points installed since the first look (a plug-in installed while running)."""
-    _load_entry_points(refresh=True)
-    return list(_LOAD_ERRORS)
+    _PLUGINS.load(refresh=True)
+    return _PLUGINS.failures()
 
 
-def plugin_errors() -> list[PluginLoadError]:
-    """The domain entry points that failed to load, each with its error (empty when all loaded)."""
-    _load_entry_points()
-    return list(_LOAD_ERRORS)
+def plugin_errors() -> list[PluginFailure]:
+    """The domain entry points that failed to load, each with its reason (empty when all loaded)."""
+    return _PLUGINS.failures()
+
+
+def unknown_domain(name: str) -> UnknownDomain:
+    """The error for a domain nobody registered: its plug-in's failure when that is why."""
+    return UnknownDomain(name, domain_names(), failure=_PLUGINS.explain(name))
 
 
 _BUILTINS_LOADED: set[str] = set()
@@ -409,29 +369,29 @@ def _load_builtin(name: str) -> None:
 
 
 def domain_names() -> list[str]:
-    _load_entry_points()
+    _PLUGINS.load()
     return sorted({name for name, _ in _REGISTRY} | set(BUILTIN_DOMAINS))
 
 
 def domain_class(name: str, semantics: Semantics) -> type[Domain]:
     """The registered class for a domain and semantics; raises :class:`UnknownDomain` listing the valid ones."""
-    _load_entry_points()
+    _PLUGINS.load()
     _load_builtin(name)
     try:
         return _REGISTRY[(name, semantics)]
     except KeyError:
-        raise UnknownDomain(name, domain_names()) from None
+        raise unknown_domain(name) from None
 
 
 def domain_pair(name: str) -> dict[Semantics, type[Domain]]:
     """Both classes of a domain a world names, checked to be a pair: registered in both semantics, with the
     same tools. Raises :class:`UnknownDomain` for an unregistered name and :class:`WorldSpecError` (naming
     the world's section) for a half-registered or mismatched one."""
-    _load_entry_points()
+    _PLUGINS.load()
     _load_builtin(name)
     pair = {semantics: _REGISTRY.get((name, semantics)) for semantics in SEMANTICS}
     if not any(pair.values()):
-        raise UnknownDomain(name, domain_names())
+        raise unknown_domain(name)
     missing = [semantics for semantics, cls in pair.items() if cls is None]
     if missing:
         present = next(s for s in SEMANTICS if s not in missing)

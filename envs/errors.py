@@ -36,12 +36,14 @@ class UnknownTool(EnvError, LookupError):
 
 
 class UnknownDomain(EnvError, LookupError):
-    """A world names a domain that is not registered."""
+    """A world names a domain that is not registered; ``failure``, when given, is the one line saying why
+    the plug-in of that name failed to load, and is the message."""
 
-    def __init__(self, domain: str, valid: list[str]):
+    def __init__(self, domain: str, valid: list[str], failure: str | None = None):
         self.domain = domain
         self.valid = sorted(valid)
-        super().__init__(f"unknown domain {domain!r}; known domains: {', '.join(self.valid)}")
+        self.failure = failure
+        super().__init__(failure or f"unknown domain {domain!r}; known domains: {', '.join(self.valid)}")
 
 
 class ServiceError(EnvError):

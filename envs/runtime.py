@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .inprocess import InProcessRuntime, InProcessWorld
 from .interface import PendingWorld, Runtime, WorldHandle, open_ahead
-from .registry import ENTRY_POINT_GROUP, UnknownRuntime, get_runtime, register_runtime, runtime_names
+from .registry import (ENTRY_POINT_GROUP, UnknownRuntime, get_runtime, register_runtime, runtime_names,
+                       unknown_runtime)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -24,4 +25,5 @@ __all__ = [
     "open_ahead",
     "register_runtime",
     "runtime_names",
+    "unknown_runtime",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile
+from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile, unknown_domain
 from .errors import DomainFault, ServiceError, UnknownTool, Unresolvable, WorldSpecError
 from .rootfs import private_root, remove_tree
 from .outcome import MAX_VALUES, Effects, Outcome, Resolution
@@ -76,8 +76,9 @@ def named_domains(spec: Mapping[str, Any]) -> list[str]:
     named = [key for key in spec if key not in COMMON_KEYS]
     for key in named:
         if key not in known:
+            failure = unknown_domain(key).failure  # a plug-in domain that failed to load says why
             raise WorldSpecError(
-                f"world.{key}", f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | set(known)))}"
+                f"world.{key}", failure or f"unknown section; expected one of {', '.join(sorted(COMMON_KEYS | set(known)))}"
             )
     return named
 

@@ -20,7 +20,8 @@ from rich.progress import ProgressColumn
 from rich.text import Text
 
 from litmus_replay.envs import RuntimeUnavailable
-from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names
+from litmus_replay.envs.plugins import unexplained_failures
+from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names, unknown_runtime
 
 from . import __version__, limits
 from .analysis import Analysis
@@ -128,6 +129,17 @@ class _LazyGroup(click.Group):
 def main() -> None:
     """Replay recorded agent trajectories into a stub world and a real world, and score every tool call
     as a (proposal, commit) pair."""
+    click.get_current_context().call_on_close(_note_plugin_failures)
+
+
+def _note_plugin_failures() -> None:
+    """One note as a command ends for the plug-ins that failed to load and no error has named: what names
+    them fails with the reason, everything else works, and the user learns the install is broken."""
+    failures = unexplained_failures()
+    if failures:
+        affected = "it" if len(failures) == 1 else "them"
+        said = "; ".join(failure.line() for failure in failures)
+        click.echo(visible(f"litmus-replay: note: {said}; only what names {affected} is affected"), err=True)
 
 
 def _open_runtime(runtime: str) -> Runtime:
@@ -371,7 +383,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         _fail(f"{missing[0]}: no such file or directory")
         sys.exit(EXIT_BAD_INPUT)
     if runtime not in runtime_names():  # one that cannot run here says so from the batch, before --out
-        _fail(f"--runtime: {UnknownRuntime(runtime, runtime_names())}")
+        _fail(f"--runtime: {unknown_runtime(runtime)}")
         sys.exit(EXIT_BAD_INPUT)
     benchmark_version = benchmark_version.strip() if benchmark_version else None
     _check_benchmark_options(benchmark_version)
@@ -489,7 +501,9 @@ def tools(domains: tuple[str, ...], as_json: bool) -> None:
     found = all_tools()
     unknown = sorted(set(domains) - set(found))
     if unknown:
-        _fail(f"unknown domain {unknown[0]!r}; choose one of: {', '.join(sorted(found))}")
+        from litmus_replay.envs.domain import unknown_domain
+
+        _fail(unknown_domain(unknown[0]).failure or f"unknown domain {unknown[0]!r}; choose one of: {', '.join(sorted(found))}")
         sys.exit(EXIT_BAD_INPUT)
     chosen = {name: found[name] for name in sorted(domains or found)}
     listing = {

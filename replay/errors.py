@@ -42,13 +42,15 @@ class PolicyError(ScenarioError):
 
 
 class UnknownName(ReplayError, LookupError):
-    """A registry lookup failed; the message lists the valid names."""
+    """A registry lookup failed; the message lists the valid names, or is ``failure``: the one line saying
+    why the plug-in of that name failed to load."""
 
-    def __init__(self, kind: str, name: str, valid: list[str]):
+    def __init__(self, kind: str, name: str, valid: list[str], failure: str | None = None):
         self.kind = kind
         self.name = name
         self.valid = sorted(valid)
-        super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
+        self.failure = failure
+        super().__init__(failure or f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
 
 
 class AdjudicationContextMismatch(ReplayError, RuntimeError):

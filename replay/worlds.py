@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from litmus_replay.envs.plugins import PluginGroup
 
 from .bindings import Bindings, BindingsField, resolve_bindings
 from .errors import ReplayError, ScenarioError
@@ -157,28 +158,13 @@ class WorldProvider(Protocol):
     def world_for(self, trajectory: Trajectory) -> TaskWorld: ...
 
 
-_PROVIDERS: dict[str, Any] = {}
-_PROVIDER_ERRORS: dict[str, str] = {}
-_PROVIDERS_LOCK = threading.Lock()
-_loaded = False
-
-
-def _load_providers() -> None:
-    global _loaded
-    with _PROVIDERS_LOCK:
-        if _loaded:
-            return
-        for entry in metadata.entry_points(group=PROVIDER_GROUP):
-            try:
-                _PROVIDERS[entry.name] = entry.load()
-            except Exception as exc:  # a broken plug-in costs its own runs, with the reason, never the batch
-                _PROVIDER_ERRORS[entry.name] = f"the world provider {entry.name!r} failed to load: {type(exc).__name__}: {exc}"
-        _loaded = True
+_PROVIDERS: dict[str, Any] = {}  # a benchmark's name -> the factory of its provider
+_PLUGINS = PluginGroup(PROVIDER_GROUP, "world provider", accept=_PROVIDERS.__setitem__)
 
 
 def provider_names() -> list[str]:
-    _load_providers()
-    return sorted(set(_PROVIDERS) | set(_PROVIDER_ERRORS))
+    _PLUGINS.load()
+    return sorted(set(_PROVIDERS) | {failure.name for failure in _PLUGINS.failures()})
 
 
 class WorldCatalog:
@@ -224,12 +210,10 @@ class WorldCatalog:
 
     def _provider(self, benchmark: str) -> Any:
         """The provider instance for a benchmark, a string saying why it failed, or None."""
-        _load_providers()
-        if benchmark in _PROVIDER_ERRORS:
-            return _PROVIDER_ERRORS[benchmark]
+        _PLUGINS.load()
         factory = _PROVIDERS.get(benchmark)
         if factory is None:
-            return None
+            return _PLUGINS.explain(benchmark)
         with self._lock:
             instance = self._instances.get(benchmark)
             if instance is None:

@@ -3,7 +3,7 @@ those a distribution names in the ``litmus_replay.fidelity`` entry-point group (
 
 from __future__ import annotations
 
-from importlib import metadata
+from litmus_replay.envs.plugins import PluginGroup
 
 from ..errors import UnknownName
 from .domains import BUILTIN_SPACES
@@ -13,8 +13,7 @@ __all__ = ["ENTRY_POINT_GROUP", "get_space", "register_space", "space_names"]
 
 ENTRY_POINT_GROUP = "litmus_replay.fidelity"
 
-_SPACES: dict[str, CallSpace] = {}
-_entry_points_loaded = False
+_SPACES: dict[str, CallSpace] = {space.domain: space for space in BUILTIN_SPACES}
 
 
 def register_space(space: CallSpace) -> CallSpace:
@@ -23,27 +22,24 @@ def register_space(space: CallSpace) -> CallSpace:
     return space
 
 
+def _accept(name: str, loaded: object) -> None:
+    if not isinstance(loaded, CallSpace):
+        raise TypeError(f"the entry point names a {type(loaded).__name__}, not a CallSpace")
+    register_space(loaded)
+
+
+_PLUGINS = PluginGroup(ENTRY_POINT_GROUP, "fidelity space", accept=_accept)
+
+
 def space_names() -> list[str]:
-    _load()
+    _PLUGINS.load()
     return sorted(_SPACES)
 
 
 def get_space(domain: str) -> CallSpace:
-    """The call space for a domain; raises :class:`UnknownName` listing the domains that have one."""
-    _load()
+    """The call space for a domain; raises :class:`UnknownName` listing the domains that have one (or saying
+    why the plug-in of that name failed to load)."""
+    _PLUGINS.load()
     if domain not in _SPACES:
-        raise UnknownName("fidelity domain", domain, space_names())
+        raise UnknownName("fidelity domain", domain, space_names(), failure=_PLUGINS.explain(domain))
     return _SPACES[domain]
-
-
-def _load() -> None:
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for space in BUILTIN_SPACES:
-        _SPACES.setdefault(space.domain, space)
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        loaded = entry.load()
-        if isinstance(loaded, CallSpace):
-            register_space(loaded)

@@ -20,8 +20,9 @@ HOST_SIDE = ("litmus_replay.envs.runtimes",)
 # A bridge's real semantics are its benchmark's own package, imported lazily behind an optional extra.
 BRIDGES = ("litmus_replay.envs.bridges",)
 CORE_EXTERNALS = {"pyfakefs"}
+# ... and the plug-in loader every registry shares, which imports only the standard library.
 ADAPTERS_MAY_IMPORT = ("litmus_replay.adapters", "litmus_replay.replay.model", "litmus_replay.replay.errors",
-                       "litmus_replay.replay.limits")
+                       "litmus_replay.replay.limits", "litmus_replay.envs.plugins")
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +103,8 @@ def test_the_wheel_lists_every_package_of_the_tree():
     found = {"litmus_replay." + ".".join(init.parent.relative_to(root).parts)
              for top in ("replay", "envs", "adapters") for init in (root / top).rglob("__init__.py")}
     assert listed == found
+
+
+def test_the_plugin_loader_the_adapters_may_import_brings_nothing_else_of_the_project(graph):
+    imported = graph.find_modules_directly_imported_by("litmus_replay.envs.plugins")
+    assert sorted(module for module in imported if module.startswith(PACKAGES)) == []
