@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from litmus_replay.envs import RuntimeUnavailable
+from litmus_replay.envs.runtimes.docker.confinement import host_notice, seccomp_profile
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 
@@ -127,6 +128,29 @@ def test_only_a_container_made_for_a_shell_lets_its_server_make_a_commands_root(
                              "principal": "alice"})
     assert {"SYS_ADMIN", "SYS_CHROOT"} <= set(added)
     assert status["output"]["stdout"].split() == ["CapBnd:", "0000000000000000"]  # the command holds neither
+
+
+def test_a_container_made_for_a_shell_runs_under_the_shipped_seccomp_profile(docker_runtime):
+    with docker_runtime.open_world({**SECRET_WORLD, "shell": {}}, "real") as world:
+        shell = docker_runtime.engine.inspect(docker_runtime.container_of(world))["HostConfig"]["SecurityOpt"]
+        outcome = world.call({"tool": "run_command", "principal": "alice",
+                              "params": {"command": "unshare -Ur id -u 2>&1 || echo refused"}})
+    with docker_runtime.open_world(SECRET_WORLD, "real") as world:
+        plain = docker_runtime.engine.inspect(docker_runtime.container_of(world))["HostConfig"]["SecurityOpt"]
+    assert f"seccomp={seccomp_profile()}" in shell and "no-new-privileges" in shell
+    assert plain == ["no-new-privileges"]  # Docker's default profile, which refuses namespaces without SYS_ADMIN
+    assert outcome["output"]["stdout"].split("\n")[-2:] == ["refused", ""]  # inner root (0) never printed
+    assert "Operation not permitted" in outcome["output"]["stdout"]
+
+
+def test_a_host_without_apparmor_or_selinux_on_cgroup_v1_is_named_once(docker_runtime):
+    done = subprocess.run([sys.executable, "-m", "litmus_replay.replay", "run", "--runtime", "docker", "-q",
+                           str(PACK.parent / "hostile" / "nested-user-namespace.yaml")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "neither AppArmor nor SELinux" in line]
+    risky = host_notice(docker_runtime.engine.info()) is not None  # this engine's host, as docker info says
+    assert notes == ([f"litmus-replay: note: {host_notice(docker_runtime.engine.info())}"] if risky else [])
 
 
 def test_a_container_killed_under_a_world_costs_only_that_world(docker_runtime):

@@ -70,6 +70,10 @@ class Engine:
     def server_version(self) -> str:
         return str(self.client.version().get("Version", "unknown"))
 
+    def info(self) -> dict[str, Any]:
+        """What ``docker info`` says of the engine and its host (security options, cgroup version)."""
+        return dict(self.client.info())
+
     # images
     def has_image(self, reference: str) -> bool:
         return self._image_id(reference) is not None

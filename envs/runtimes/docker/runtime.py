@@ -49,6 +49,7 @@ from .. import hosting
 from ..hosting import Mount
 from ..pool import Pool, PooledWorld, open_on
 from . import image as env_image
+from .confinement import host_notice, seccomp_profile
 from ..owner import start_time
 from .engine import HINT, HOST, LABEL, OWNER, OWNER_START, SESSION, SOCKDIR, Engine, MissingImage, _sockdir_prefix, reap
 
@@ -67,7 +68,8 @@ CAPABILITIES = [
 ]
 # Only in a container made for a world whose domains run commands in a root made from the world (a shell):
 # a mount namespace and a chroot per command, made in the forked child, which then sheds every capability.
-# CAP_SYS_ADMIN is the host's here (no user namespace), so no other container holds it.
+# CAP_SYS_ADMIN is the host's here (no user namespace), so no other container holds it, and such a container
+# gets the shipped seccomp profile, which refuses user namespaces (see .confinement).
 COMMAND_ROOT_CAPABILITIES = ["SYS_ADMIN", "SYS_CHROOT"]
 
 
@@ -182,6 +184,7 @@ class DockerRuntime(Runtime):
         self.start_timeout = start_timeout
         self.limits = {"memory": memory, "cpus": cpus, "pids": pids, "world_size": world_size}
         self.session = uuid.uuid4().hex
+        self.notice = host_notice(self.engine.info())
         self.pool: Pool[_Slot] = Pool(self._start, self._discard, idle=pool_size,
                                       close_timeout=min(call_timeout, 10.0))
         self._sockdirs: set[Path] = set()
@@ -281,7 +284,7 @@ class DockerRuntime(Runtime):
                       "/tmp": "rw,noexec,nosuid,nodev,size=64m,mode=1777"},
             "cap_drop": ["ALL"],
             "cap_add": list(CAPABILITIES) + (COMMAND_ROOT_CAPABILITIES if command_root else []),
-            "security_opt": ["no-new-privileges"],
+            "security_opt": ["no-new-privileges"] + ([f"seccomp={seccomp_profile()}"] if command_root else []),
             "pids_limit": int(limits["pids"]),
             "mem_limit": limits["memory"],
             "memswap_limit": limits["memory"],
