@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,15 @@ from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.runtime import Runtime, get_runtime, runtime_names
 
 ISOLATED_RUNTIMES = ("sandbox", "docker")
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test here starts real runtimes, a browser or accounts: all are ``slow`` (``-m "not slow"``
+    leaves them out while working; CI runs them)."""
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.slow)
 ALL_RUNTIMES = ("inprocess", *ISOLATED_RUNTIMES)
 
 

@@ -23,6 +23,8 @@ from litmus_replay.adapters._zip import read_member
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import dump_jsonl
 
+pytestmark = pytest.mark.slow  # a property per adapter: seconds each
+
 EXTERNAL = Path(__file__).resolve().parents[1] / "fixtures" / "external"
 FORMATS = adapter_names()
 

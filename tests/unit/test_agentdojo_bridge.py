@@ -96,6 +96,7 @@ def test_a_copy_with_the_runs_injections_is_the_environment_agentdojo_builds(sui
     assert built_from_template(template, injections) == built_by_agentdojo(template, injections)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(suite=st.sampled_from(sorted(bridge.SUITE_TOOLS)), text=st.text(max_size=80), index=st.integers(0, 50))
 def test_any_injection_text_decodes_as_agentdojos_yaml_would(suite, text, index):
@@ -150,6 +151,7 @@ def test_a_bad_section_is_one_error_naming_the_field():
 # --- the shipped runs ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_recorded_call_replays_in_agentdojos_environment(shipped):
     replays, without_calls = shipped
     assert len(replays) + len(without_calls) == len(run_files()) == 160

@@ -386,5 +386,5 @@ class RealBankMachine(RuleBasedStateMachine):
 
 
 RealBankMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25, suppress_health_check=[HealthCheck.too_slow])
-TestRealBank = RealBankMachine.TestCase
+TestRealBank = pytest.mark.slow(RealBankMachine.TestCase)
 

@@ -120,6 +120,7 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path, copies=40)
     reference = tmp_path / "reference"
@@ -151,6 +152,7 @@ def test_sigkill_at_random_points_then_resume_gives_identical_results(tmp_path):
     assert got == expected
 
 
+@pytest.mark.slow
 def test_a_killed_batch_leaves_a_summary_of_the_results_written_so_far(tmp_path):
     worlds, runs, _ = _make_batch(tmp_path, copies=40)
     out = tmp_path / "out"
@@ -204,6 +206,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_writes_what_the_process_pool_writes(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     import dask
@@ -263,6 +266,7 @@ def test_executors_take_runs_from_the_stream_only_as_chunks_finish(tmp_path, exe
     assert 0 < stream.most_in_flight <= chunk * in_flight
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["native", "openai-chat", "inspect"])
 def test_revalidate_finds_exactly_the_planted_runs_in_every_corpus_format(tmp_path, fmt):
     from litmus_replay.replay.corpus import write_corpus
@@ -275,6 +279,7 @@ def test_revalidate_finds_exactly_the_planted_runs_in_every_corpus_format(tmp_pa
     assert summary["under_penalised"] == sorted(manifest.under_penalised)
 
 
+@pytest.mark.slow
 def test_the_shipped_corpus_is_what_the_generator_writes(tmp_path):
     from litmus_replay.replay.corpus import write_corpus
 

@@ -28,6 +28,8 @@ from litmus_replay.adapters._zip import read_member
 from litmus_replay.replay.cli import main
 from test_adapters_fuzz import FORMATS, mutate, native_path, paths_in, real_samples  # noqa: F401 (a fixture); tests/unit is on sys.path
 
+pytestmark = pytest.mark.slow  # a property per adapter: seconds each
+
 ROOT = Path(__file__).resolve().parents[2]
 WORLDS = ROOT / "corpus" / "worlds"
 EXAMPLES = settings(max_examples=int(__import__("os").environ.get("LITMUS_FUZZ_EXAMPLES", "40")) // 2 or 1,

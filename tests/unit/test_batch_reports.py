@@ -126,6 +126,7 @@ def test_an_unknown_report_mode_is_refused_before_anything_runs(pack, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_shipped_corpus_under_the_default_mode_writes_under_10_mb(tmp_path):
     out = tmp_path / "out"
     summary = batch.run_batch([ROOT / "corpus" / "runs"], ROOT / "corpus" / "worlds", out, runtime="inprocess", jobs=2)

@@ -206,6 +206,7 @@ for n in map(int, sys.argv[2:]):
 """
 
 
+@pytest.mark.slow
 def test_writing_a_corpus_holds_about_as_much_memory_at_three_times_the_runs(tmp_path):
     """Each file's runs are written and dropped before the next are made; a generator holding every run
     would need about three times as much for 600 runs as for 200."""

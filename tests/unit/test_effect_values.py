@@ -160,6 +160,7 @@ def _sizes_within_bounds(value, depth: int = MAX_DEPTH) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_JSON)
 def test_bounded_values_are_json_within_their_limits_and_small_values_are_kept(value):

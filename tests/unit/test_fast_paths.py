@@ -67,6 +67,7 @@ def _same(one: Any, other: Any) -> bool:
         and repr(one) == repr(other)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_VALUES, st.integers(min_value=0, max_value=MAX_ITEMS + 2), st.integers(min_value=0, max_value=MAX_DEPTH + 1))
 def test_bounded_gives_what_the_general_routine_gave(value, max_items, depth):

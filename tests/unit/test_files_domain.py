@@ -514,6 +514,7 @@ def _check_resolution(semantics: str, params: dict[str, Any], outcome: dict[str,
                 assert value == "/workspace" or value.startswith("/workspace/")
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(agent_calls, min_size=1, max_size=8))
 def test_no_call_sequence_reaches_the_host(tmp_path: Path, script: list[tuple[str, dict[str, Any]]]) -> None:
