@@ -48,10 +48,11 @@ def owned_prefix(prefix: str) -> str:
     return f"{prefix}{os.getpid()}-{start_time(os.getpid()) or 0}-"
 
 
-def owner_of(path: Path, prefix: str) -> tuple[int, str | None] | None:
-    """(pid, start time) from a name made with :func:`owned_prefix` in the temporary directory; None for
-    anything else (a name of an older version, which names no owner, is never taken for a dead run's)."""
-    if path.parent != Path(tempfile.gettempdir()) or not path.name.startswith(prefix):
+def owner_of(path: Path, prefix: str, where: Path | None = None) -> tuple[int, str | None] | None:
+    """(pid, start time) from a name made with :func:`owned_prefix` in ``where`` (the temporary directory
+    by default); None for anything else (a name of an older version, which names no owner, is never
+    taken for a dead run's)."""
+    if path.parent != (where or Path(tempfile.gettempdir())) or not path.name.startswith(prefix):
         return None
     pid, start, *_ = path.name[len(prefix):].split("-") + ["", ""]
     if not pid.isdigit():
@@ -59,11 +60,13 @@ def owner_of(path: Path, prefix: str) -> tuple[int, str | None] | None:
     return int(pid), (start if start not in ("", "0") else None)
 
 
-def reap_dirs(prefix: str, remove: Callable[[Path], None]) -> list[Path]:
-    """``remove`` each temporary directory named with ``prefix`` whose owner is gone; returns them."""
+def reap_dirs(prefix: str, remove: Callable[[Path], None], where: Path | None = None) -> list[Path]:
+    """``remove`` each directory in ``where`` (the temporary directory by default) named with ``prefix``
+    whose owner is gone; returns them."""
     removed = []
-    for path in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
-        owner = owner_of(path, prefix)
+    where = where or Path(tempfile.gettempdir())
+    for path in where.glob(f"{prefix}*"):
+        owner = owner_of(path, prefix, where)
         if owner is not None and not alive(*owner):
             remove(path)
             removed.append(path)

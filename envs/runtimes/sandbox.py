@@ -30,6 +30,7 @@ and the engine records a harness error.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -51,7 +52,7 @@ from ..errors import EnvError, RuntimeUnavailable, WorldSpecError
 from ..interface import PendingWorld, Runtime, WorldHandle
 from ..principal_ids import check_isolable, kernel_id
 from ..world import parse_principals
-from . import _idmap, _launcher, hosting
+from . import _idmap, _launcher, hosting, memory_cgroup
 from ._idmap import UID_COUNT, IdMap, MappingUnavailable
 from .hosting import MOUNT_ROOT, Mount
 from .owner import owned_prefix, reap_dirs
@@ -76,6 +77,9 @@ STAGING_PREFIX = "litmus-sandbox-"  # then the owner's pid and start time (see .
 MiB = 1024 * 1024
 
 
+# Where no memory cgroup bounds a sandbox's processes together, each is held to this much address space.
+FALLBACK_MEMORY = 512 * MiB
+
 # A reused sandbox's server accumulates CPU time against RLIMIT_CPU: retire it well before the limit.
 WORLDS_PER_SANDBOX = 200
 
@@ -86,7 +90,9 @@ class SandboxOptions:
 
     call_timeout: float = 30.0  # s; the backstop per call (raised per world above its domains' longest call)
     start_timeout: float = 15.0  # s; for a sandbox's server to answer hello
-    memory: int = 1024 * MiB  # RLIMIT_AS of every process in the sandbox
+    memory: int = 1024 * MiB  # RLIMIT_AS of every process in the sandbox (at most FALLBACK_MEMORY where no
+    #                           memory cgroup bounds them together)
+    world_memory: int = 1024 * MiB  # every process of a sandbox together: its memory cgroup's limit
     disk: int = 64 * MiB  # the /world tmpfs
     tmp: int = 16 * MiB  # the /tmp tmpfs
     processes: int = 256  # RLIMIT_NPROC
@@ -106,7 +112,7 @@ class SandboxOptions:
         for name in ("call_timeout", "start_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
-        for name in ("memory", "disk", "tmp", "processes", "cpu", "file_size"):
+        for name in ("memory", "world_memory", "disk", "tmp", "processes", "cpu", "file_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer")
@@ -217,9 +223,11 @@ class _Sandbox:
     """One sandbox: the launcher's process tree and a client on its env server's stdio."""
 
     def __init__(self, options: SandboxOptions, etc: Mapping[str, str], mounts: tuple[Mount, ...], staging: str,
-                 bwrap: str | None, idmap: IdMap, command_root: bool = False, *, mapped: bool = True):
-        """Start the launcher and, unless ``mapped`` is false, map its user namespace; with ``mapped``
-        false the caller calls :meth:`map` (so several launchers can start side by side)."""
+                 bwrap: str | None, idmap: IdMap, command_root: bool = False, *, mapped: bool = True,
+                 memory: memory_cgroup.Parent | None = None):
+        """Start the launcher (in a memory cgroup of its own made in ``memory``, if given) and, unless
+        ``mapped`` is false, map its user namespace; with ``mapped`` false the caller calls :meth:`map`
+        (so several launchers can start side by side)."""
         self.options = options
         self.idmap = idmap
         self.call_timeout = options.call_timeout
@@ -232,6 +240,8 @@ class _Sandbox:
         self.command_root = command_root
         self._handshake: tuple[int, int] | None = None  # (ready_r, go_w) until the user namespace is mapped
         self._mapping = threading.RLock()  # a prepared sandbox is mapped by a thread while the caller works
+        self._memory_parent = memory
+        self.memory_group: memory_cgroup.Group | None = None
         self._start(etc, mounts, staging, bwrap)
         if mapped:
             self.map()
@@ -271,6 +281,14 @@ class _Sandbox:
             for fd in (ready_w, go_r, *data.values()):
                 os.close(fd)
         self._handshake = (ready_r, go_w)
+        if self._memory_parent is not None:  # before it is let go on: everything it starts stays in the cgroup
+            try:
+                self.memory_group = memory_cgroup.Group(self._memory_parent, self.options.world_memory)
+                self.memory_group.add(self.process.pid)
+            except OSError as exc:
+                self.kill()
+                raise RuntimeUnavailable(f"the sandbox runtime cannot run here: cannot bound a world's memory in "
+                                         f"{self._memory_parent.path}: {exc.strerror or exc}; {HINT}") from None
         assert self.process.stdout is not None and self.process.stdin is not None
         self.client = EnvClient(self.process.stdout.fileno(), self.process.stdin.fileno(),
                                 timeout=self.options.start_timeout)
@@ -419,6 +437,9 @@ class _Sandbox:
                     except OSError:
                         pass
         self._close_handshake()  # once the launcher is gone: a mapping under way sees its end and gives up
+        if self.memory_group is not None:
+            self.memory_group.remove()
+            self.memory_group = None
 
 
 class SandboxWorld(PooledWorld):
@@ -457,6 +478,16 @@ class SandboxRuntime(Runtime):
         except MappingUnavailable as exc:
             raise RuntimeUnavailable(f"the sandbox runtime cannot run here: {exc}; {HINT}") from None
         self._bwrap = _backend(self.options)
+        self._memory, why = memory_cgroup.find()
+        self._memory_notice = None
+        if self._memory is not None:
+            self._memory.reap()
+        else:
+            cap = min(self.options.memory, FALLBACK_MEMORY)
+            self._memory_notice = (f"sandbox: {why}, so a world's processes are not bounded together "
+                                   f"(world_memory {self.options.world_memory // MiB} MiB); each is held to "
+                                   f"{cap // MiB} MiB of address space instead")
+            self.options = dataclasses.replace(self.options, memory=cap)
         reap_dirs(STAGING_PREFIX, _remove_dir)  # a killed run's (it holds only mount points: empty here)
         self._staging = tempfile.mkdtemp(prefix=owned_prefix(STAGING_PREFIX))
         os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
@@ -484,7 +515,8 @@ class SandboxRuntime(Runtime):
         with _PROBE_LOCK:
             if key not in _PROBED:
                 try:
-                    sandbox = _Sandbox(self.options, etc_files({}), (), self._staging, self._bwrap, self.idmap)
+                    sandbox = _Sandbox(self.options, etc_files({}), (), self._staging, self._bwrap, self.idmap,
+                                       memory=self._memory)
                     try:
                         sandbox.connect()
                     finally:
@@ -509,7 +541,7 @@ class SandboxRuntime(Runtime):
     @property
     def notice(self) -> str | None:
         """One line saying what this sandbox isolates less than the full mode, and how to get it; or None."""
-        return self.idmap.notice
+        return "; ".join(note for note in (self.idmap.notice, self._memory_notice) if note) or None
 
     def _host_key(self, spec: Mapping[str, Any], plan: hosting.Hosting) -> tuple[str, Any]:
         """What a sandbox for this world is made with (its ``/etc`` and its hosting key); raises
@@ -600,7 +632,7 @@ class SandboxRuntime(Runtime):
     def _spawn(self, key: Any, mapped: bool = True) -> _Sandbox:
         etc, (mounts, command_root) = key
         return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap, command_root,
-                        mapped=mapped)
+                        mapped=mapped, memory=self._memory)
 
     def _spawn_many(self, keys: list[Any]) -> list[_Sandbox | None]:
         """Sandboxes for these keys, their launchers started together and mapped by a thread as each is

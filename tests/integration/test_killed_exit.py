@@ -26,6 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from litmus_replay.envs.runtimes import memory_cgroup
+from litmus_replay.envs.runtimes.owner import owner_of
+
 PATTERNS = ("litmus-sandbox-*", "litmus-env-*", "litmus-world-*", "litmus-docker-*")
 SLEEP = 100  # s: the marked command; the shell allows it 120 s
 PATIENCE = 60.0  # s; only a bound on the test's waiting, never a figure it asserts
@@ -203,6 +206,7 @@ def test_nothing_outlives_a_killed_process(isolated_runtime, tmp_path, target, s
         if target == "worker":
             victim = _wait_for(lambda: _worker_running(process.pid, mark, name, tmp), "a worker running the command")
         held = _kill_held(victim, process.pid, signum)
+        killed = set(held)
         if name == "sandbox":
             assert len(held) > 1  # its launchers and servers
         if target == "worker":  # the batch goes on without it; the killed worker's processes end
@@ -211,6 +215,7 @@ def test_nothing_outlives_a_killed_process(isolated_runtime, tmp_path, target, s
                 _wait_for(lambda: not [c for c, owner in _containers(tmp) if owner == str(victim)],
                           "the killed worker's containers to be removed")
             held = _kill_held(process.pid, process.pid, signal.SIGKILL)
+            killed |= held
         process.wait(timeout=PATIENCE)
         _wait_for(lambda: not _living(held), f"every process of the killed tree to end: {_living(held)}")
         _wait_for(lambda: not _marked(mark), "the marked command to end")
@@ -221,6 +226,12 @@ def test_nothing_outlives_a_killed_process(isolated_runtime, tmp_path, target, s
             assert _containers(tmp) == [], "containers outlived the killed process and the next run"
         left = sorted(path.name for pattern in PATTERNS for path in tmp.glob(pattern))
         assert left == [], f"temporary directories outlived the killed process and the next run: {left}"
+        parent, _ = memory_cgroup.find()
+        if parent is not None:  # the sandboxes' memory cgroups of the killed processes
+            pids = {pid for pid, _ in killed}
+            groups = [path.name for path in parent.path.glob(f"{memory_cgroup.PREFIX}*")
+                      if (owner_of(path, memory_cgroup.PREFIX, parent.path) or (0,))[0] in pids]
+            assert groups == [], f"memory cgroups outlived the killed process and the next run: {groups}"
     finally:
         if process.poll() is None:
             process.kill()
