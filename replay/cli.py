@@ -292,33 +292,15 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
 
 
 def _check_benchmark_options(benchmark_version: str | None) -> None:
-    """Exit 2 with one line, before anything is written, on a ``--benchmark-version`` the installed AgentDojo
-    does not define, or a bad ``LITMUS_AGENTDOJO_RULES`` file (which would otherwise cost every AgentDojo run
-    its world). The bridge is imported only here, and only when one of them is given."""
-    rules = os.environ.get("LITMUS_AGENTDOJO_RULES")
-    if not benchmark_version and not rules:
-        return
-    if benchmark_version:
-        from litmus_replay.envs.bridges.agentdojo import BridgeUnavailable
-        from .bridges.agentdojo.versions import known_versions
+    """Exit 2 with one line, before anything is written, on what the installed bridges refuse: a
+    ``--benchmark-version`` none of them knows, or a bridge's bad environment setting (which would
+    otherwise cost every one of its runs its world)."""
+    from .bridges import options_problem
 
-        try:
-            known = known_versions()
-        except BridgeUnavailable as exc:
-            _fail(f"--benchmark-version: {exc}")
-            sys.exit(EXIT_BAD_INPUT)
-        if benchmark_version not in known:
-            _fail(f"--benchmark-version: the installed AgentDojo has no benchmark version {benchmark_version!r}; "
-                  f"known: {', '.join(known)}")
-            sys.exit(EXIT_BAD_INPUT)
-    if rules and importlib.util.find_spec("agentdojo") is not None:  # the rules matter only where AgentDojo runs
-        from .bridges.agentdojo import user_rules
-
-        try:
-            user_rules(rules)
-        except InputError as exc:
-            _fail(f"LITMUS_AGENTDOJO_RULES: {exc.line()}")
-            sys.exit(EXIT_BAD_INPUT)
+    problem = options_problem(benchmark_version)
+    if problem:
+        _fail(problem)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 @main.command("revalidate")

@@ -29,6 +29,7 @@ disagreement the first call whose replayed answer departs from the recording.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from dataclasses import replace
@@ -39,14 +40,14 @@ from pydantic import ValidationError
 
 from litmus_replay.envs.bridges import agentdojo as bridge
 
-from ...errors import ScenarioError
+from ...errors import InputError, ScenarioError
 from ...model import Trajectory, first_error
 from ...policy import Policy, PolicySpec, RuleSpec
 from ...worlds import NoWorld, TaskWorld
 from ...yaml_io import read_yaml
 from .checks import agreement, departs, drift, first_departure
 from .policy import STATE_CHANGING, benchmark_policy
-from .versions import EARLIEST, candidate_versions, consistent_versions, infer_version
+from .versions import EARLIEST, candidate_versions, consistent_versions, infer_version, known_versions
 
 __all__ = ["AgentDojoWorlds", "STATE_CHANGING", "UNVERSIONED", "agreement", "benchmark_policy", "departs", "drift",
            "final_answer", "first_departure", "run_coordinates", "user_rules"]
@@ -138,6 +139,31 @@ class AgentDojoWorlds:
         self.benchmark_version = benchmark_version or os.environ.get(VERSION_VARIABLE) or None
         self._policies: dict[tuple[str, str, str, str | None, str | None], Policy] = {}
         self._lock = threading.Lock()
+
+    # What the bridge offers beyond its worlds (see :mod:`litmus_replay.replay.bridges`).
+
+    @staticmethod
+    def benchmark_checks(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """AgentDojo's own checks of the run, recorded against replayed, and the drift."""
+        return agreement(result), drift(result)
+
+    @staticmethod
+    def known_versions() -> list[str]:
+        """The benchmark versions the installed AgentDojo defines (raises where it is not installed)."""
+        return known_versions()
+
+    @staticmethod
+    def environment_problem() -> str | None:
+        """A bad rules file in ``LITMUS_AGENTDOJO_RULES``, in one line, where AgentDojo is installed
+        (elsewhere the rules matter to no run): it would otherwise cost every AgentDojo run its world."""
+        path = os.environ.get(RULES_VARIABLE)
+        if not path or importlib.util.find_spec("agentdojo") is None:
+            return None
+        try:
+            user_rules(path)
+        except InputError as exc:
+            return f"{RULES_VARIABLE}: {exc.line()}"
+        return None
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
         run = run_coordinates(trajectory, self.benchmark_version)
