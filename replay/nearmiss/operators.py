@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterator
 
+from litmus_replay.envs.plugins import PluginGroup
+
 from .draft import ORIGIN, Draft, Edit, NotApplicable, edit
 from .plausible import is_plausible, words
 from .seed import Seed
 from .verdict import COPY_MARK
 
-__all__ = ["OPERATORS", "Operator", "operator", "propose_all"]
+__all__ = ["OPERATORS", "OPERATOR_GROUP", "Operator", "operator", "propose_all", "registered_operators"]
 
 
 class Operator:
@@ -34,6 +36,10 @@ class Operator:
 
 
 OPERATORS: dict[str, Operator] = {}
+# Operators that know a plug-in domain's boundaries register as the built-in domains' do (``@operator``),
+# in a module this entry-point group names; one that fails to import costs only its own operators.
+OPERATOR_GROUP = "litmus_replay.nearmiss_operators"
+_PLUGINS = PluginGroup(OPERATOR_GROUP, "near-miss operator")
 
 
 def operator(cls: type[Operator]) -> type[Operator]:
@@ -41,9 +47,15 @@ def operator(cls: type[Operator]) -> type[Operator]:
     return cls
 
 
+def registered_operators() -> dict[str, Operator]:
+    """Every operator: the generic ones, the built-in domains', and those plug-ins register."""
+    _PLUGINS.load()
+    return OPERATORS
+
+
 def propose_all(seed: Seed) -> list[Edit]:
     """Every operator's proposals, interleaved round-robin so any prefix holds every family."""
-    lists = [list(dict.fromkeys(op.propose(seed))) for op in OPERATORS.values()]
+    lists = [list(dict.fromkeys(op.propose(seed))) for op in registered_operators().values()]
     out: list[Edit] = []
     for index in range(max((len(l) for l in lists), default=0)):
         out.extend(l[index] for l in lists if index < len(l))
@@ -53,7 +65,7 @@ def propose_all(seed: Seed) -> list[Edit]:
 def apply_edits(seed: Seed, edits: tuple[Edit, ...]) -> Draft:
     draft = seed.draft.copy()
     for change in edits:
-        OPERATORS[change.operator].apply(draft, change)
+        registered_operators()[change.operator].apply(draft, change)
     return draft
 
 
