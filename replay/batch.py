@@ -42,6 +42,7 @@ from . import limits
 from .analysis import Analysis, analyse
 # summarise and summarise_checks are part of this module's interface too
 from .batch_summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks  # noqa: F401
+from .batch_schema import ResultLine
 from .engine import Replayer
 from .errors import InputError, UnknownName
 from .model import Trajectory, from_json, to_json
@@ -630,13 +631,15 @@ def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    """A line of results.jsonl as written, or None for one that is not a whole line of its schema (a torn
+    write, another version's, an edited one): its run is replayed again. Read with the standard library,
+    which takes back the escapes of a lone surrogate a run recorded; checked against the model."""
     try:
         line = json.loads(raw)
-    except ValueError:
+        ResultLine.model_validate(line)
+    except ValueError:  # pydantic's ValidationError is one
         return None
-    if isinstance(line, dict) and all(isinstance(line.get(key), str) for key in ("run", "file", "status")):
-        return line
-    return None
+    return line
 
 
 def finish_results(path: Path, results: ResultsFile, found: Iterable[Found], out: Path) -> dict[str, Any]:

@@ -463,10 +463,21 @@ def corpus(count: int, seed: int, fmt: str, out_dir: str) -> None:
 
 
 @main.command()
+@click.argument("what", type=click.Choice(["trajectory", "report", "results-line", "summary"]), default="trajectory")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
-def schema(output: str | None) -> None:
-    """Print the JSON Schema of the native trajectory format (one JSONL line)."""
-    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+def schema(what: str, output: str | None) -> None:
+    """Print a JSON Schema: of the native trajectory format (one JSONL line, the default), of a run's JSON
+    report, of one line of a batch's results.jsonl, or of its summary.json."""
+    if what == "trajectory":
+        text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    elif what == "report":
+        from .report.schema import report_schema_text
+
+        text = report_schema_text()
+    else:
+        from .batch_schema import schema_text
+
+        text = schema_text(what)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
