@@ -213,6 +213,6 @@ def test_the_pack_is_refused_in_process_without_running_anything(sentinels):
         replayer = Replayer(scenario.policy)  # in-process real world
         for trajectory in scenario.trajectories:
             for call in replayer.replay(trajectory, scenario.spec.world, scenario.name).calls:
-                if call.call.tool == "run_command":
-                    assert call.real.error_code == "501"
+                if call.call.tool == "run_command":  # not run: refused as not implemented, or as bad arguments first
+                    assert call.real.error_code == "501" or (call.real.error_code == "400" and "timeout" in call.real.error)
     assert sentinels() == []
