@@ -22,7 +22,7 @@ from litmus_replay.replay import batch
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 # phase -> (file name ending, function name) whose cumulative time is the phase's
 PHASES = {
-    "discover the runs (in the batch process)": ("replay/batch.py", "discover"),
+    "discover the runs (in the batch process)": ("replay/batch/discovery.py", "discover"),
     "replay (both worlds, policy, scoring)": ("replay/engine.py", "replay"),
     "  open a world": ("envs/world.py", "__init__"),
     "  close a world": ("envs/world.py", "close"),
@@ -31,8 +31,8 @@ PHASES = {
     "  judge a call (policy)": ("replay/policy.py", "judge"),
     "analyse (graph, detectors)": ("replay/analysis.py", "analyse"),
     "write a run's page": ("replay/report/html.py", "trajectory_html"),
-    "write results.jsonl": ("replay/batch.py", "append"),
-    "link pages, summary, index": ("replay/batch.py", "link_pages"),
+    "write results.jsonl": ("replay/batch/results.py", "append"),
+    "link pages, summary, index": ("replay/batch/pages.py", "link_pages"),
 }
 
 

@@ -475,7 +475,7 @@ def schema(what: str, output: str | None) -> None:
 
         text = report_schema_text()
     else:
-        from .batch_schema import schema_text
+        from .batch.schema import schema_text
 
         text = schema_text(what)
     if output:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from litmus_replay.replay import batch
+from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 
 PACK = Path(__file__).resolve().parents[2] / "scenarios" / "core"
@@ -76,14 +77,14 @@ def test_a_run_without_a_world_is_reported_not_dropped(tmp_path):
 
 def test_a_run_that_crashes_is_a_harness_error_and_the_batch_goes_on(tmp_path, monkeypatch):
     worlds, runs, _ = _make_batch(tmp_path)
-    original = batch.Replayer.replay
+    original = Replayer.replay
 
     def crash_one(self, trajectory, world, scenario=None, bindings=None):
         if trajectory.id == "benign-run-0":
             raise RuntimeError("world crashed")
         return original(self, trajectory, world, scenario, bindings)
 
-    monkeypatch.setattr(batch.Replayer, "replay", crash_one)
+    monkeypatch.setattr(Replayer, "replay", crash_one)
     summary = batch.run_batch([runs], worlds, tmp_path / "out", runtime="inprocess", reports=False)
     assert summary["harness_error"] == ["benign-run-0"]
     assert len(summary["over_penalised"]) == 5
@@ -380,7 +381,7 @@ def test_a_chunk_tells_its_runtime_the_worlds_it_is_about_to_open(tmp_path, monk
             return super().open_world(spec, semantics)
 
     batch.close_worker()
-    monkeypatch.setattr(batch, "get_runtime", lambda name: Hinted())
+    monkeypatch.setattr(batch.worker, "get_runtime", lambda name: Hinted())  # where a worker opens its runtime
     found = batch.discover([runs])
     chunk = [run.loaded() for run in found.iter_runs()]
     found.close()

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from litmus_replay.replay import batch
-from litmus_replay.replay.batch_schema import SCHEMAS, committed_schema, schema, schema_text
+from litmus_replay.replay.batch.schema import SCHEMAS, committed_schema, schema, schema_text
 from litmus_replay.replay.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

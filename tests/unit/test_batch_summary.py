@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litmus_replay.replay.batch_summary import Summary, summarise
+from litmus_replay.replay.batch.summary import Summary, summarise
 
 LINES = st.fixed_dictionaries(
     {

@@ -27,6 +27,7 @@ from litmus_replay.adapters.inspect_log import InspectAdapter
 from litmus_replay.envs.client import EnvClient, MessageTooLarge
 from litmus_replay.envs.protocol import MAX_MESSAGE
 from litmus_replay.replay import batch, limits
+from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.cli import EXIT_NOT_REVALIDATED, main
 from litmus_replay.replay.errors import InputError
 from litmus_replay.replay.policy import Policy, PolicySpec, RuleSpec, measure
@@ -336,14 +337,14 @@ def test_a_run_that_kills_its_worker_leaves_every_other_result_unchanged(tmp_pat
     worlds, runs, _ = _make_batch(tmp_path, copies=2)
     clean = batch.run_batch([runs], worlds, tmp_path / "clean", runtime="inprocess", jobs=1, reports=False)
     reference = {line["run"]: line for line in map(json.loads, (tmp_path / "clean" / "results.jsonl").read_text().splitlines())}
-    original = batch.Replayer.replay
+    original = Replayer.replay
 
     def die_on_poison(self, trajectory, *args, **kwargs):
         if trajectory.id == "benign-run-1":
             os._exit(139)  # what a segfault in native code looks like to the pool
         return original(self, trajectory, *args, **kwargs)
 
-    monkeypatch.setattr(batch.Replayer, "replay", die_on_poison)  # forked workers inherit it
+    monkeypatch.setattr(Replayer, "replay", die_on_poison)  # forked workers inherit it
     out = tmp_path / "out"
     summary = batch.run_batch([runs], worlds, out, runtime="inprocess", jobs=2, reports=False)
     lines = {line["run"]: line for line in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
@@ -353,7 +354,7 @@ def test_a_run_that_kills_its_worker_leaves_every_other_result_unchanged(tmp_pat
     assert {k: v for k, v in lines.items() if k != "benign-run-1"} == {k: v for k, v in reference.items() if k != "benign-run-1"}
     assert summary["over_penalised"] == clean["over_penalised"]
 
-    monkeypatch.setattr(batch.Replayer, "replay", original)  # the cause fixed, resume retries the lost run
+    monkeypatch.setattr(Replayer, "replay", original)  # the cause fixed, resume retries the lost run
     batch.run_batch([runs], worlds, out, runtime="inprocess", jobs=2, reports=False)
     assert (out / "results.jsonl").read_text() == (tmp_path / "clean" / "results.jsonl").read_text()
 

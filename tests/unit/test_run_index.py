@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litmus_replay.replay.run_index import OffsetIndex, RunIndex
+from litmus_replay.replay.batch.run_index import OffsetIndex, RunIndex
 
 FILES = st.sampled_from(["a.jsonl", "b.jsonl", "sub/a.jsonl"])
 IDS = st.sampled_from(["t1", "t2", "t3", "run@x"])

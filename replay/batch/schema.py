@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .batch_summary import SUMMARY_VERSION
+from .summary import SUMMARY_VERSION
 
 __all__ = ["RESULT_LINE_VERSION", "BatchSummary", "ResultLine", "committed_schema", "read_line", "schema",
            "schema_text", "SCHEMAS"]

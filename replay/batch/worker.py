@@ -1,0 +1,236 @@
+"""The work one worker process does: its runtime and worlds opened once, each run of a chunk replayed and
+analysed in its world into one result line (and its page), whatever the run does to its world."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import multiprocessing.util
+import os
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from litmus_replay.envs.runtime import Runtime, get_runtime
+
+from .. import limits
+from ..analysis import Analysis, analyse
+from ..engine import Replayer
+from ..model import Trajectory
+from ..report.atomic import write_atomic
+from ..report.batch_index import FLAGGED_FINDINGS
+from ..report.html import PageNav, trajectory_html
+from ..worlds import NoWorld, TaskWorld, WorldCatalog
+from .discovery import Run
+from .summary import NO_TOOL_CALLS
+from .worker_lifetime import end_with_parent
+
+
+REPORT_MODES = ("all", "flagged", "none")
+REPORTS_DIR = "reports"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+_WORKER: dict[str, Any] = {}
+_WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once, in threads
+
+
+# What a user may say the recorded verdicts judged (--original-kind), where a run's file does not say it.
+ORIGINAL_KINDS = ("proposal_time", "state_based")
+
+# The batch's --benchmark-version, as this process's world providers read it (a bridge with versions,
+# such as AgentDojo's, replays every run with it); set while a worker's state is open.
+BENCHMARK_VERSION_VARIABLE = "LITMUS_BENCHMARK_VERSION"
+
+
+def _put_environ(name: str, value: str | None) -> str | None:
+    """Set (or, with None, remove) one environment variable; returns the value it had."""
+    previous = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    return previous
+
+
+def _worker_state(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> dict[str, Any]:
+    """This process's worlds and runtime, opened on first use and kept for every later run; the world
+    providers it opens see ``benchmark_version`` (see :data:`BENCHMARK_VERSION_VARIABLE`)."""
+    key = (worlds_dir, runtime, benchmark_version)
+    with _WORKER_LOCK:
+        if _WORKER.get("key") != key:
+            _close_worker_locked()
+            previous = _put_environ(BENCHMARK_VERSION_VARIABLE, benchmark_version)
+            _WORKER.update(key=key, environ=previous, worlds=WorldCatalog.load(worlds_dir), runtime=get_runtime(runtime))
+            _close_at_worker_exit()
+        return dict(_WORKER)
+
+
+_FINALIZER: list[Any] = []
+
+
+def _close_at_worker_exit() -> None:
+    """In a pool's worker process, close the runtime (and the worlds open in it) when the worker ends.
+
+    A worker ends through multiprocessing's own exit path, which runs its finalizers but not ``atexit``:
+    without this its warm containers (docker) and staging directory (sandbox) would outlive the batch. A
+    worker also ends, closing its runtime first, on SIGTERM (a pool that breaks ends its other workers so)
+    and when the batch process dies (see :mod:`.worker_lifetime`).
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None or _FINALIZER:
+        return
+    _FINALIZER.append(multiprocessing.util.Finalize(None, close_worker, exitpriority=10))
+    if threading.current_thread() is threading.main_thread() and parent.pid is not None:
+        end_with_parent(parent.pid, close_worker)
+
+
+def close_worker() -> None:
+    """Close this process's runtime (the pool's worker processes end with theirs)."""
+    with _WORKER_LOCK:
+        _close_worker_locked()
+
+
+def _close_worker_locked() -> None:
+    runtime = _WORKER.pop("runtime", None)
+    if "environ" in _WORKER:  # the variable as it was before this state (this process may be the batch's own)
+        _put_environ(BENCHMARK_VERSION_VARIABLE, _WORKER["environ"])
+    _WORKER.clear()
+    if runtime is not None:
+        runtime.close()
+
+
+def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None,
+                reports: str = "all", benchmark_version: str | None = None) -> list[dict[str, Any]]:
+    """Re-validate a chunk of runs in this process; one result line per run, never an exception.
+
+    With ``out_dir``, the HTML pages ``reports`` asks for are written under ``out_dir/reports/``.
+    """
+    state = _worker_state(worlds_dir, runtime, benchmark_version)
+    pages = None if out_dir is None or reports == "none" else (out_dir, reports)
+    runs = [run.loaded() for run in runs]
+    listed = (state["worlds"].listed(run.trajectory) for run in runs if run.trajectory.call_count())
+    state["runtime"].prepare([world.world for world in listed if world is not None], "real")
+    return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
+
+
+def warm_worker(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> None:
+    """Open this process's worlds and runtime before its first chunk comes (a worker's start-up); a failure
+    here is left for the chunk to meet, and to report run by run."""
+    _close_at_worker_exit()  # before anything that may fail or take long: the worker ends with its parent
+    try:
+        _worker_state(worlds_dir, runtime, benchmark_version)
+    except Exception:
+        pass
+
+
+def wants_page(reports: str, finding: str | None) -> bool:
+    """Whether a replayed run with this finding gets a page under this report mode."""
+    return reports == "all" or (reports == "flagged" and finding in FLAGGED_FINDINGS)
+
+
+def report_path(run_id: str) -> str:
+    """Where a run's page goes, relative to the batch's output directory."""
+    return f"{REPORTS_DIR}/{_safe_name(run_id)}.html"
+
+
+# A page is written before the batch's order is known; its neighbours are linked when the batch ends.
+_UNLINKED = PageNav("../index.html")
+
+
+def _base_line(run: Run) -> dict[str, Any]:
+    trajectory = run.trajectory
+    verdict = trajectory.original_verdict
+    line = {
+        "run": run.run_id,
+        "file": run.file,
+        "trajectory": trajectory.id,
+        "task": trajectory.task,
+        "original": verdict.label if verdict else None,
+    }
+    if trajectory.incomplete:  # said in every line of such a run, whatever its status
+        line["incomplete"] = trajectory.incomplete
+    return line
+
+
+def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[str, str] | None) -> dict[str, Any]:
+    line = _base_line(run)
+    try:
+        limits.check_calls(run.trajectory.call_count(), run.file, f"trajectory {run.trajectory.id!r}")
+    except limits.LimitExceeded as exc:
+        return {**line, "status": "input_error", "error": exc.line()}
+    if run.trajectory.call_count() == 0:  # nothing to re-validate: the benchmark's verdict stands
+        return {**line, "status": NO_TOOL_CALLS, "finding": "stands", "calls": 0}
+    try:
+        world = worlds.find(run.trajectory)
+    except NoWorld as exc:
+        return {**line, "status": "missing_world", "error": str(exc)}
+    except Exception as exc:  # a provider that crashes on one run costs that run only
+        return {**line, "status": "missing_world", "error": f"{type(exc).__name__}: {exc}"}
+    unknown = Counter(call.tool for _, call in run.trajectory.calls() if call.tool not in world.known_tools)
+    report = None
+    try:
+        analysis, world = replay_in(world, run.trajectory, runtime, run.file)
+        replay = analysis.replay
+        if pages is not None and wants_page(pages[1], analysis.replay.revalidation.finding):
+            report = report_path(run.run_id)
+            write_atomic(Path(pages[0]) / report, trajectory_html(analysis, _UNLINKED))
+    except Exception as exc:  # a run that crashes its world is a harness error; the batch goes on
+        return {**line, "status": "harness_error", "error": f"{type(exc).__name__}: {exc}"}
+    revalidation = analysis.replay.revalidation
+    verdict = analysis.verdict
+    if analysis.checks is not None:
+        line["checks"], line["drift"] = analysis.checks, analysis.drift
+        line["world"] = world.source  # which version of the benchmark the checks were replayed in
+    return {
+        **line,
+        "status": "ok",
+        "revalidated": revalidation.revalidated.value,
+        "finding": revalidation.finding,
+        "original_kind": verdict.recorded["kind"],
+        **({"disagreements": [item.to_dict() for item in verdict.disagreements]} if verdict.disagreements else {}),
+        # the decisive call and its rule (the rule's condition and source are on the page)
+        **({"decisive": {key: verdict.decisive[key] for key in ("call", "tool", "rule")}} if verdict.decisive else {}),
+        **({"detail": verdict.sentence} if verdict.flagged or verdict.finding == "incomplete" else {}),
+        "calls": len(replay.calls),
+        "classes": dict(sorted(Counter(cls.value for cls in analysis.classes.values()).items())),
+        "critical": {key: cls.value for key, cls in revalidation.critical.items()},
+        "findings": sorted(Counter(analysis.finding_kinds).items()),
+        "harness_errors": sum(1 for call in replay.calls if call.harness_error),
+        "unknown_tools": dict(sorted(unknown.items())),
+        "report": report,
+    }
+
+
+def replay_in(world: TaskWorld, trajectory: Trajectory, runtime: Runtime,
+              source: str | None = None) -> tuple[Analysis, TaskWorld]:
+    """A run replayed and analysed in its world; where its replayed checks disagree with its recorded ones
+    and the provider names other worlds the run may have been made in (``TaskWorld.others``), the first of
+    them that reproduces every recorded check is the run's world instead, and the one returned."""
+    def replayed(candidate: TaskWorld) -> Analysis:
+        replay = Replayer(candidate.policy, real_runtime=runtime).replay(
+            trajectory, candidate.world, candidate.key, candidate.bindings)
+        return analyse(replay, source=source)
+
+    analysis = replayed(world)
+    if world.others is None or all(check.get("agree", True) for check in (analysis.checks or {}).values()):
+        return analysis, world
+    for other in world.others():
+        try:
+            candidate = replayed(other)
+        except Exception:  # another world that cannot replay the run is no better: the run keeps its own
+            continue
+        if candidate.checks and all(check.get("agree", True) for check in candidate.checks.values()):
+            return candidate, other
+    return analysis, world
+
+
+def _safe_name(run_id: str) -> str:
+    """A report file name from a run id (recorded content: no separators, no leading dot), unique: two
+    ids that read alike once cleaned differ by the short hash."""
+    stem = _UNSAFE.sub("-", run_id).strip("-.")[:120] or "run"
+    return f"{stem}-{hashlib.sha256(run_id.encode('utf-8')).hexdigest()[:8]}"
