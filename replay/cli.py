@@ -21,6 +21,7 @@ from rich.text import Text
 
 from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.plugins import unexplained_failures
+from litmus_replay.envs.runtimes.docker import clean_up_at_exit
 from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names, unknown_runtime
 
 from . import __version__, limits
@@ -130,6 +131,7 @@ def main() -> None:
     """Replay recorded agent trajectories into a stub world and a real world, and score every tool call
     as a (proposal, commit) pair."""
     click.get_current_context().call_on_close(_note_plugin_failures)
+    clean_up_at_exit()  # this process owns its exit: containers go at exit and on SIGTERM too
 
 
 def _note_plugin_failures() -> None:

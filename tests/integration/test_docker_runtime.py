@@ -182,9 +182,11 @@ CHILD = textwrap.dedent(
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from pathlib import Path
     from litmus_replay.envs.runtime import get_runtime
+    from litmus_replay.envs.runtimes.docker import clean_up_at_exit
     from litmus_replay.replay.engine import Replayer
     from litmus_replay.replay.scenario import find_scenarios, load_scenario
 
+    clean_up_at_exit()  # as the command line does: containers go on SIGTERM too, not only at the with's end
     scenarios = [load_scenario(p) for p in find_scenarios([Path(sys.argv[1])])]
     with get_runtime("docker", pool_size=2) as runtime:
         held = runtime.open_world(scenarios[0].spec.world, "real")  # a second container, busy

@@ -18,8 +18,9 @@ itself contained (see :mod:`..hosting`), which may have left files in the contai
 ``load`` would not clear. A container's mounts are fixed when it starts, so a world goes to a container
 made for its mounts. Each carries labels naming its owner (host, pid and the pid's start time) and
 session, so it is removed on :meth:`DockerRuntime.close`, on Ctrl-C or an error (through the ``with``
-block or ``close``), at interpreter exit (``atexit``), on SIGTERM, and — after a SIGKILL — by the reaper
-the next docker runtime runs when it is constructed.
+block or ``close``), in a command-line process also at interpreter exit (``atexit``) and on SIGTERM (see
+:func:`clean_up_at_exit`: a library installs neither), and — after a SIGKILL — by the reaper the next
+docker runtime runs when it is constructed.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ _LIVE: dict[str, "DockerRuntime"] = {}
 _LIVE_LOCK = threading.Lock()
 _hooks_installed = False
 _previous_sigterm: Any = None
+_clean_up_at_exit = False  # set by the command line (clean_up_at_exit): a library installs no hook of its own
 
 
 def _remove_sessions(sessions: Iterable[str]) -> None:
@@ -125,9 +127,22 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def clean_up_at_exit() -> None:
+    """Also remove this process's containers at interpreter exit and on SIGTERM, not only when a runtime
+    is closed: for a command-line process, which owns its exit and its signals. A program that uses the
+    library keeps its own: it closes what it opens (``with get_runtime("docker") as runtime: ...``, or
+    ``runtime.close()``), and what a SIGKILL leaves, the next docker runtime removes."""
+    global _clean_up_at_exit
+    _clean_up_at_exit = True
+    with _LIVE_LOCK:
+        live = bool(_LIVE)
+    if live:
+        _install_hooks()
+
+
 def _install_hooks() -> None:
     global _hooks_installed, _previous_sigterm
-    if _hooks_installed:
+    if _hooks_installed or not _clean_up_at_exit:
         return
     _hooks_installed = True
     atexit.register(_at_exit)
