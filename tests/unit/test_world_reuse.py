@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from litmus_replay.envs.domains import files
+from litmus_replay.envs.domains import _files_stub
 from litmus_replay.envs.world import World
 
 SPEC = {
@@ -55,7 +55,7 @@ def test_a_world_with_a_domain_that_may_reach_into_others_reads_state_afresh():
 def test_a_copied_stub_tree_is_the_tree_laid_out_and_the_worlds_stay_apart():
     calls = [(("write_file", {"path": "/workspace/a.txt", "content": "mine"}), "alice"),
              (("delete_path", {"path": "/workspace/d/b.txt"}), "alice")]
-    files._TEMPLATES = files._Templates()
+    _files_stub._TEMPLATES = _files_stub._Templates()  # a fresh cache: this test lays the tree out itself
     with World(SPEC, "stub") as laid_out:  # lays the tree out, keeps a copy
         first = _outcomes(laid_out, calls)
     with World(SPEC, "stub") as copied, World(SPEC, "stub") as other:

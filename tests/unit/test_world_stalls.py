@@ -11,7 +11,7 @@ import pytest
 
 from litmus_replay.envs import World
 from litmus_replay.envs.client import CallTimeout
-from litmus_replay.envs.domains import files
+from litmus_replay.envs.domains import _file_tree, files
 from litmus_replay.envs.inprocess import InProcessRuntime, InProcessWorld
 from litmus_replay.envs.rootfs import remove_tree
 from litmus_replay.replay.engine import Replayer
@@ -49,7 +49,7 @@ def test_reading_or_writing_a_fifo_is_refused_at_once(tool, arguments):
 
 
 def test_a_tree_past_the_entry_bound_is_walked_shallow_first_and_said_to_be_seen_in_part(monkeypatch, tmp_path):
-    monkeypatch.setattr(files, "MAX_TREE_ENTRIES", 50)
+    monkeypatch.setattr(_file_tree, "MAX_TREE_ENTRIES", 50)
     (tmp_path / "top.txt").write_text("t")
     deep = tmp_path / "bomb"
     deep.mkdir()
@@ -63,7 +63,7 @@ def test_a_tree_past_the_entry_bound_is_walked_shallow_first_and_said_to_be_seen
 
 
 def test_a_call_whose_snapshot_is_bounded_says_its_effects_were_seen_in_part(monkeypatch):
-    monkeypatch.setattr(files, "MAX_TREE_ENTRIES", 20)
+    monkeypatch.setattr(_file_tree, "MAX_TREE_ENTRIES", 20)
     with World(WORLD, "real") as world:
         for index in range(30):
             outcome = world.apply({"tool": "write_file", "principal": "alice",
