@@ -58,10 +58,20 @@ def install(site: Path, entry_points: str, modules: dict[str, str]) -> Path:
     return site
 
 
+def _with_site(site: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+
+
 def cli(site: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "litmus_replay.replay", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "litmus_replay.replay", *args], cwd=cwd, env=_with_site(site),
                           capture_output=True, text=True, timeout=300)
+
+
+def python(site: Path, code: str) -> list[str]:
+    """The lines ``code`` prints in a fresh interpreter that sees the distribution in ``site``."""
+    done = subprocess.run([sys.executable, "-c", code], env=_with_site(site), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
 
 
 def stderr_lines(done: subprocess.CompletedProcess) -> list[str]:
@@ -147,10 +157,7 @@ def test_a_broken_entry_point_does_not_stop_the_next_one_of_its_group(tmp_path):
             "from litmus_replay.replay.worlds import provider_names\n"
             "print('good-plugin-format' in adapter_names(), {'a_broken', 'b_good'} <= set(provider_names()))\n"
             "try:\n    get_adapter('a_broken')\nexcept LookupError as exc:\n    print(exc)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    listed, said = done.stdout.splitlines()
+    listed, said = python(site, code)
     assert listed == "True True"
     assert said == f"the adapter plug-in 'a_broken' (a_broken = broken_plugin, from broken-plugins 0.1) failed to load: {WHY}"
 

@@ -3,9 +3,6 @@ and one-line errors for bad input."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -142,7 +139,7 @@ def test_a_directory_without_scenarios_is_one_line(tmp_path):
 def test_a_plugin_domains_operators_register_through_their_entry_point_and_a_broken_one_costs_only_itself(tmp_path):
     """Operators that know a plug-in domain's boundaries register as the built-in domains' do, from a module
     the ``litmus_replay.nearmiss_operators`` group names; a broken module before it stops nothing."""
-    from test_broken_plugins import install  # tests/unit is on sys.path
+    from test_broken_plugins import install, python  # tests/unit is on sys.path
 
     site = install(tmp_path / "site",
                    "[litmus_replay.nearmiss_operators]\na_broken = broken_operators\nb_tickets = ticket_operators\n",
@@ -156,9 +153,6 @@ def test_a_plugin_domains_operators_register_through_their_entry_point_and_a_bro
             "names = set(registered_operators())\n"
             "print('ticket-priority' in names, {'symlink', 'shell'} <= names)\n"
             "print(_PLUGINS.explain('a_broken'))\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    registered, why = done.stdout.splitlines()
+    registered, why = python(site, code)
     assert registered == "True True"
     assert why.startswith("the near-miss operator plug-in 'a_broken'") and "broken on purpose" in why
