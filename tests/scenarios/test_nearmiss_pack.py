@@ -21,6 +21,8 @@ from litmus_replay.replay.runner import Batch, iter_scenario_runs
 from litmus_replay.replay.scenario import find_scenarios
 from litmus_replay.replay.scoring import PairClass
 
+pytestmark = pytest.mark.slow  # searches every built-in scenario's near misses: tens of seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKS = [ROOT / "scenarios" / name for name in ("core", "detectors", "bindings")]
 TRIES = 30  # enough for five distinct mutants on every built-in scenario, and modest on two cores

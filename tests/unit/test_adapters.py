@@ -581,6 +581,7 @@ SERVER_RESULTS = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mcp_every_tools_call_gets_its_own_answer_whatever_the_other_side_numbers(data, tmp_path):

@@ -102,6 +102,7 @@ def revalidate_a_run_of_its_benchmark(tmp_path: Path, site: Path) -> subprocess.
                "--reports", "none", "--out", str(tmp_path / "out"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(GROUPS))
 def test_a_broken_plugin_costs_only_the_command_that_names_it(kind, tmp_path):
     group, value = GROUPS[kind]

@@ -410,6 +410,7 @@ def worlds(draw: st.DrawFn) -> tuple[dict[str, tuple[str, str]], str, str, bool]
     return draw(trees), draw(st.one_of(queries, paths())), cwd, draw(st.booleans())
 
 
+@pytest.mark.slow
 @needs_openat2
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds())
@@ -425,6 +426,7 @@ def test_pure_resolver_matches_openat2_resolve_in_root(world: tuple) -> None:
         assert _snapshot_outside(outside) == before
 
 
+@pytest.mark.slow
 @needs_openat2
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds(), st.sampled_from([False, False, False, True]))
@@ -440,6 +442,7 @@ def test_create_mode_matches_openat2_o_creat(world: tuple, trailing_slash: bool)
         assert pure_open_for_write(root, path, follow_final, cwd=cwd) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(worlds())
 def test_resolution_never_leaves_the_root(world: tuple) -> None:
