@@ -20,7 +20,7 @@ from litmus_replay.envs.values import json_copy
 from .bindings import Binding, Bindings
 from .model import RecordedResult, ToolCall, Trajectory
 from .policy import Judgement, Policy
-from .rebuilt_world import RealWorld
+from .rebuilt_world import RealWorld, final_report
 from .scoring import (
     PairScore,
     ResolutionContext,
@@ -157,7 +157,7 @@ class Replayer:
                 except EnvError:  # a world lost before its first call: every call records the harness error
                     initial = frozenset()
                 calls = self._replay_calls(plan, stub_world, real.next_outcome, facts)
-                reports = {"stub": _report(stub_world), "real": real.report()}
+                reports = {"stub": final_report(stub_world), "real": real.report()}
             finally:
                 real.close()
         finally:
@@ -322,14 +322,6 @@ def _presented(outcome: Outcome, binding: Binding | None) -> Outcome:
     if binding is None or binding.spec.output is None:
         return outcome
     return replace(outcome, output=binding.present(outcome.output))
-
-
-def _report(world: WorldHandle) -> dict[str, Any]:
-    """A world's final reports; a world lost on the way has none (its calls already say why)."""
-    try:
-        return world.report()
-    except EnvError as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def world_facts(world: Mapping[str, Any]) -> dict[str, Any]:

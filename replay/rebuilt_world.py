@@ -16,7 +16,7 @@ from typing import Any
 from litmus_replay.envs import EnvError, WorldLost
 from litmus_replay.envs.runtime import Runtime, WorldHandle, open_ahead
 
-__all__ = ["MAX_REBUILDS", "RealWorld"]
+__all__ = ["MAX_REBUILDS", "RealWorld", "final_report"]
 
 MAX_REBUILDS = 2  # each costs the time of the calls made again; a run that loses its world more often is said to
 
@@ -86,15 +86,20 @@ class RealWorld:
         return line
 
     def report(self) -> dict[str, Any]:
-        """The current world's final reports (a world lost on the way has none: its calls already say why)."""
-        if self._world is None:
-            return {"error": "the world was lost"}
-        try:
-            return self._world.report()
-        except EnvError as exc:
-            return {"error": f"{type(exc).__name__}: {exc}"}
+        """The current world's final reports (see :func:`final_report`)."""
+        return final_report(self._world)
 
     def close(self) -> None:
         if self._world is not None:
             self._world.close()
             self._world = None
+
+
+def final_report(world: WorldHandle | None) -> dict[str, Any]:
+    """A world's final reports; a world lost on the way has none (its calls already say why)."""
+    if world is None:
+        return {"error": "the world was lost"}
+    try:
+        return world.report()
+    except EnvError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
