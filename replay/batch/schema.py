@@ -11,11 +11,11 @@ has no trajectory, a run without a world has no class.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..report.schema import model_schema, shipped_schema
 from .summary import SUMMARY_VERSION
 
 __all__ = ["RESULT_LINE_VERSION", "BatchSummary", "ResultLine", "committed_schema", "read_line", "schema",
@@ -155,10 +155,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str, str]] = {
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of ``results-line`` or ``summary``, as committed."""
     model, _, identifier = SCHEMAS[name]
-    document = model.model_json_schema()
-    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    document["$id"] = identifier
-    return json.loads(json.dumps(document, sort_keys=True))
+    return model_schema(model, identifier)
 
 
 def schema_text(name: str) -> str:
@@ -167,5 +164,4 @@ def schema_text(name: str) -> str:
 
 def committed_schema(name: str) -> dict[str, Any]:
     """The schema file shipped with the package."""
-    text = resources.files("litmus_replay.replay").joinpath("schemas", SCHEMAS[name][1]).read_text("utf-8")
-    return json.loads(text)
+    return shipped_schema(SCHEMAS[name][1])

@@ -337,18 +337,27 @@ class RunDocument(_Closed):
     errors: list[str]
 
 
+def model_schema(model: type[BaseModel], identifier: str) -> dict[str, Any]:
+    """A model's JSON Schema as the package ships it (draft 2020-12, its ``$id``, keys sorted)."""
+    schema = model.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = identifier
+    return json.loads(json.dumps(schema, sort_keys=True))
+
+
+def shipped_schema(file: str) -> dict[str, Any]:
+    """A schema file shipped with the package (``replay/schemas/``)."""
+    return json.loads(resources.files("litmus_replay.replay").joinpath("schemas", file).read_text("utf-8"))
+
+
 def report_schema() -> dict[str, Any]:
     """The JSON Schema of the run report, as committed."""
-    schema = RunDocument.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"urn:litmus-replay:report:v{REPORT_VERSION}"
-    return json.loads(json.dumps(schema, sort_keys=True))
+    return model_schema(RunDocument, f"urn:litmus-replay:report:v{REPORT_VERSION}")
 
 
 def committed_report_schema() -> dict[str, Any]:
     """The schema file shipped with the package."""
-    text = resources.files("litmus_replay.replay").joinpath("schemas", REPORT_SCHEMA_FILE).read_text("utf-8")
-    return json.loads(text)
+    return shipped_schema(REPORT_SCHEMA_FILE)
 
 
 def report_schema_text() -> str:
