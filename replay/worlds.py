@@ -23,6 +23,7 @@ and field on error) and refuses two files claiming the same key.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,15 +179,21 @@ def provider_factories() -> dict[str, Any]:
 class WorldCatalog:
     """Where runs find their worlds: a worlds directory (most specific key first), then providers."""
 
-    def __init__(self, directory: dict[str, TaskWorld] | None = None, *, providers: bool = True):
+    def __init__(self, directory: dict[str, TaskWorld] | None = None, *, providers: bool = True,
+                 benchmark_version: str | None = None):
         self.directory = directory or {}
         self.use_providers = providers
+        # Every run's benchmark version (``revalidate --benchmark-version``), given to each provider that
+        # takes one (a bridge with versions); a provider without versions is started without it.
+        self.benchmark_version = benchmark_version
         self._instances: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, directory: str | Path | None, *, providers: bool = True) -> "WorldCatalog":
-        return cls(load_worlds(directory) if directory is not None else None, providers=providers)
+    def load(cls, directory: str | Path | None, *, providers: bool = True,
+             benchmark_version: str | None = None) -> "WorldCatalog":
+        return cls(load_worlds(directory) if directory is not None else None, providers=providers,
+                   benchmark_version=benchmark_version)
 
     def listed(self, trajectory: Trajectory) -> TaskWorld | None:
         """The directory's world for a run, or None (providers are not asked: finding theirs may cost
@@ -216,6 +223,15 @@ class WorldCatalog:
             raise NoWorld(f"{tried}; {provider}")
         return provider.world_for(trajectory)
 
+    def _provider_options(self, factory: Any) -> dict[str, Any]:
+        if not self.benchmark_version:
+            return {}
+        try:
+            parameters = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            return {}
+        return {"benchmark_version": self.benchmark_version} if "benchmark_version" in parameters else {}
+
     def _provider(self, benchmark: str) -> Any:
         """The provider instance for a benchmark, a string saying why it failed, or None."""
         _PLUGINS.load()
@@ -226,7 +242,7 @@ class WorldCatalog:
             instance = self._instances.get(benchmark)
             if instance is None:
                 try:
-                    instance = self._instances[benchmark] = factory()
+                    instance = self._instances[benchmark] = factory(**self._provider_options(factory))
                 except Exception as exc:
                     return f"the world provider {benchmark!r} could not start: {type(exc).__name__}: {exc}"
             return instance

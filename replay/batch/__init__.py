@@ -32,7 +32,6 @@ from .run import Progress, run_batch
 from .schema import ResultLine, read_line
 from .summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks
 from .worker import (
-    BENCHMARK_VERSION_VARIABLE,
     ORIGINAL_KINDS,
     REPORT_MODES,
     REPORTS_DIR,
@@ -45,7 +44,7 @@ from .worker import (
 )
 
 __all__ = [
-    "BATCH", "BENCHMARK_VERSION_VARIABLE", "CHUNKS_PER_WORKER", "Discovery", "NO_TOOL_CALLS", "ORIGINAL_KINDS",
+    "BATCH", "CHUNKS_PER_WORKER", "Discovery", "NO_TOOL_CALLS", "ORIGINAL_KINDS",
     "Progress", "REPORTS_DIR", "REPORT_MODES", "RESULTS", "RUN_SUFFIXES", "ResultLine", "ResultsFile", "Run",
     "SUMMARY", "SUMMARY_VERSION", "Summary", "Unreadable", "close_worker", "discover", "execute_dask",
     "execute_local", "finish_results", "iter_results", "link_pages", "missing_inputs", "page_navs",

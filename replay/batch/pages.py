@@ -18,7 +18,7 @@ from ..report.html import PageNav, trajectory_html, with_nav
 from ..worlds import NoWorld, WorldCatalog
 from .discovery import read_runs
 from .results import BATCH, RESULTS, iter_results
-from .worker import BENCHMARK_VERSION_VARIABLE, ORIGINAL_KINDS, _UNLINKED, _put_environ, replay_in, report_path
+from .worker import ORIGINAL_KINDS, _UNLINKED, replay_in, report_path
 
 
 def _flagged(line: dict[str, Any]) -> bool:
@@ -90,13 +90,11 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
     trajectory = _recorded_trajectory(base / line["file"], line, recorded.get("format", "auto"), line.get("task"),
                                       kind if kind in ORIGINAL_KINDS else None)
     version = recorded.get("benchmark_version")
-    previous = _put_environ(BENCHMARK_VERSION_VARIABLE, version if isinstance(version, str) and version else None)
     try:
-        world = WorldCatalog.load(worlds_dir).find(trajectory)
+        world = WorldCatalog.load(worlds_dir, benchmark_version=version if isinstance(version, str) and version else None
+                                  ).find(trajectory)
     except NoWorld as exc:
         raise InputError(str(worlds_dir) if worlds_dir is not None else None, "task", str(exc)) from None
-    finally:
-        _put_environ(BENCHMARK_VERSION_VARIABLE, previous)
     real = get_runtime(runtime or recorded.get("runtime") or "sandbox")
     try:
         analysis, _ = replay_in(world, trajectory, real, line["file"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import multiprocessing.util
-import os
 import re
 import threading
 from collections import Counter
@@ -42,30 +41,15 @@ _WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once,
 # What a user may say the recorded verdicts judged (--original-kind), where a run's file does not say it.
 ORIGINAL_KINDS = ("proposal_time", "state_based")
 
-# The batch's --benchmark-version, as this process's world providers read it (a bridge with versions,
-# such as AgentDojo's, replays every run with it); set while a worker's state is open.
-BENCHMARK_VERSION_VARIABLE = "LITMUS_BENCHMARK_VERSION"
-
-
-def _put_environ(name: str, value: str | None) -> str | None:
-    """Set (or, with None, remove) one environment variable; returns the value it had."""
-    previous = os.environ.get(name)
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-    return previous
-
-
 def _worker_state(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> dict[str, Any]:
     """This process's worlds and runtime, opened on first use and kept for every later run; the world
-    providers it opens see ``benchmark_version`` (see :data:`BENCHMARK_VERSION_VARIABLE`)."""
+    providers it opens replay every run with ``benchmark_version`` where given."""
     key = (worlds_dir, runtime, benchmark_version)
     with _WORKER_LOCK:
         if _WORKER.get("key") != key:
             _close_worker_locked()
-            previous = _put_environ(BENCHMARK_VERSION_VARIABLE, benchmark_version)
-            _WORKER.update(key=key, environ=previous, worlds=WorldCatalog.load(worlds_dir), runtime=get_runtime(runtime))
+            _WORKER.update(key=key, worlds=WorldCatalog.load(worlds_dir, benchmark_version=benchmark_version),
+                           runtime=get_runtime(runtime))
             _close_at_worker_exit()
         return dict(_WORKER)
 
@@ -97,8 +81,6 @@ def close_worker() -> None:
 
 def _close_worker_locked() -> None:
     runtime = _WORKER.pop("runtime", None)
-    if "environ" in _WORKER:  # the variable as it was before this state (this process may be the batch's own)
-        _put_environ(BENCHMARK_VERSION_VARIABLE, _WORKER["environ"])
     _WORKER.clear()
     if runtime is not None:
         runtime.close()

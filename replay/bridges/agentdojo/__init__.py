@@ -104,7 +104,6 @@ def final_answer(trajectory: Trajectory) -> str | None:
 
 
 RULES_VARIABLE = "LITMUS_AGENTDOJO_RULES"
-VERSION_VARIABLE = "LITMUS_BENCHMARK_VERSION"  # the batch's --benchmark-version, as its workers see it
 
 
 def user_rules(path: str | Path) -> list[RuleSpec]:
@@ -134,9 +133,9 @@ class AgentDojoWorlds:
             path = os.environ.get(RULES_VARIABLE)
             extra_rules = user_rules(path) if path else []
         self.extra_rules = extra_rules
-        # Every run's version when given (``revalidate --benchmark-version``, which sets the variable in its
-        # workers); else each run's own, recorded or inferred (see :mod:`.versions`).
-        self.benchmark_version = benchmark_version or os.environ.get(VERSION_VARIABLE) or None
+        # Every run's version when given (``revalidate --benchmark-version``, passed by the world catalog);
+        # else each run's own, recorded or inferred (see :mod:`.versions`).
+        self.benchmark_version = benchmark_version or None
         self._policies: dict[tuple[str, str, str, str | None, str | None], Policy] = {}
         self._lock = threading.Lock()
 
