@@ -1,13 +1,14 @@
 """What a replayed trajectory means: its causal graph, the detectors' findings, its calls' classes and,
 for a scenario that states expectations, where the replay fell short of them.
 
-:func:`analyse` is the one way from a replay to its :class:`Analysis`; the scenario runner, the batch and
-every report read the value it returns, so a report never rebuilds a graph or reads findings off the replay.
+:func:`analyse` is the one way from a replay to its :class:`Analysis`, and :func:`replay_analysed` the one
+way from a trajectory and its :class:`~.task_world.TaskWorld` to both; the scenario runner, the batch, the
+near-miss generator and every report read the value it returns, so a report never rebuilds a graph or reads
+findings off the replay.
 
 Examples
 --------
->>> result = Replayer(scenario.policy).replay(trajectory, scenario.spec.world, scenario.name)  # doctest: +SKIP
->>> analysis = analyse(result, scenario)                                      # doctest: +SKIP
+>>> analysis = replay_analysed(scenario.task_world, trajectory, scenario=scenario)  # doctest: +SKIP
 >>> analysis.classes, [finding.kind for finding in analysis.findings], analysis.problems  # doctest: +SKIP
 ({'t1.c1': <PairClass.CONFIRMED_SAFE: 'confirmed_safe'>}, ['critical_decision'], [])
 """
@@ -21,15 +22,19 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from litmus_replay.envs.runtime import Runtime
+
 from .bridges import benchmark_checks
 from .detectors import Finding, run_detectors
-from .engine import TrajectoryReplay
+from .engine import Replayer, TrajectoryReplay
 from .graph import build_graph
+from .model import Trajectory
 from .scenario import Scenario
 from .scoring import PairClass
+from .task_world import TaskWorld
 from .verdicts import RunVerdict, judge_run
 
-__all__ = ["Analysis", "analyse", "class_counts"]
+__all__ = ["Analysis", "analyse", "class_counts", "replay_analysed"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,15 @@ class Analysis:
     def notable_findings(self) -> list[Finding]:
         """The findings a text report lists: all but the notes that a critical rule was never proposed."""
         return [f for f in self.findings if not (f.kind == "critical_decision" and f.severity == "info" and not f.nodes)]
+
+
+def replay_analysed(world: TaskWorld, trajectory: Trajectory, real_runtime: Runtime | None = None,
+                    stub_runtime: Runtime | None = None, *, scenario: Scenario | None = None,
+                    source: Path | str | None = None) -> Analysis:
+    """Replay a trajectory into the stub and the real twin of a task's world, then analyse it (both
+    runtimes default to in-process ones)."""
+    replay = Replayer(world.policy, stub_runtime, real_runtime).replay(trajectory, world.world, world.key, world.bindings)
+    return analyse(replay, scenario, source)
 
 
 def analyse(replay: TrajectoryReplay, scenario: Scenario | None = None, source: Path | str | None = None,

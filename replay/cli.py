@@ -348,7 +348,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     bar = Progress(TextColumn("revalidating"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                    TimeRemainingColumn(), console=Console(stderr=True), transient=False)
     task = bar.add_task("runs", total=None)
-    input_errors: list[dict] = []
+    input_errors: list[batch.ResultLine] = []
 
     def start(total: int, done: int) -> None:
         bar.update(task, total=total, completed=done)
@@ -356,9 +356,9 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
             bar.console.print(f"resuming {out_dir}: {done} of {plural(total, 'run')} already done there, "
                               f"{total - done} new to replay", soft_wrap=True)
 
-    def advance(line: dict) -> None:
+    def advance(line: batch.ResultLine) -> None:
         bar.advance(task)
-        if line["status"] == "input_error":
+        if line.status == "input_error":
             input_errors.append(line)
 
     hooks = batch.Progress(start=start, advance=advance, total=lambda total: bar.update(task, total=total))
@@ -400,7 +400,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         sys.exit(EXIT_BAD_INPUT)
     print_revalidation(console, summary)
     for line in input_errors:
-        _fail(line["error"] if line["error"].startswith(line["file"]) else f"{line['file']}: {line['error']}")
+        error = line.error or "unreadable"
+        _fail(error if error.startswith(line.file) else f"{line.file}: {error}")
     if summary["input_error"]:
         sys.exit(EXIT_BAD_INPUT)
     if summary["missing_world"] or summary["harness_error"]:

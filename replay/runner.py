@@ -9,8 +9,7 @@ from typing import Iterable, Iterator
 
 from litmus_replay.envs.runtime import Runtime
 
-from .analysis import Analysis, analyse
-from .engine import Replayer
+from .analysis import Analysis, replay_analysed
 from .errors import InputError
 from .scenario import find_scenarios, load_scenario
 
@@ -48,10 +47,10 @@ def iter_scenario_runs(paths: Iterable[str | Path], real_runtime: Runtime, batch
             except InputError as exc:
                 batch.errors.append(exc.line())
                 continue
-            replayer = Replayer(scenario.policy, real_runtime=real_runtime)
+            world = scenario.task_world
             for trajectory in scenario.trajectories:
                 try:
-                    run = analyse(replayer.replay(trajectory, scenario.spec.world, scenario.name, scenario.bindings), scenario)
+                    run = replay_analysed(world, trajectory, real_runtime, scenario=scenario)
                 except Exception as exc:  # one trajectory's crash never stops the batch
                     batch.errors.append(
                         f"{file}: trajectory {trajectory.id!r}: could not be replayed: {type(exc).__name__}: {exc}"

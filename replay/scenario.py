@@ -23,6 +23,7 @@ from .errors import InputError, ScenarioError, UnknownName
 from .model import Trajectory, first_error
 from .policy import Policy, PolicySpec
 from .scoring import PairClass, Unscoreable
+from .task_world import TaskWorld
 from .tools import world_tools
 from .yaml_io import read_yaml
 
@@ -98,6 +99,12 @@ class Scenario:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def task_world(self) -> TaskWorld:
+        """The scenario's world, policy and bindings, as every replay takes them (keyed by its name)."""
+        return TaskWorld(self.name, str(self.path), dict(self.spec.world), self.policy,
+                         frozenset(world_tools(self.spec.world)), self.bindings)
 
     def check(
         self,

@@ -25,19 +25,19 @@ from __future__ import annotations
 
 import inspect
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from litmus_replay.envs.plugins import PluginGroup
 
-from .bindings import Bindings, BindingsField, resolve_bindings
+from .bindings import BindingsField, resolve_bindings
 from .errors import ReplayError, ScenarioError
 from .model import Trajectory, first_error
 from .policy import Policy, PolicySpec
 from .scenario import SCENARIO_SUFFIXES, validate_world
+from .task_world import TaskWorld
 from .tools import world_tools
 from .yaml_io import read_yaml
 
@@ -69,31 +69,6 @@ class WorldFileSpec(BaseModel):
     world: dict[str, Any] = Field(default_factory=dict)
     policy: PolicySpec = Field(default_factory=PolicySpec)
     bindings: BindingsField = Field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class TaskWorld:
-    """The world, compiled policy and bindings that the runs of one task key replay against.
-
-    ``tools`` are the domain tools the world offers; ``bindings`` map further recorded tool names onto them.
-    ``source`` says where it came from (a file, or a provider's name), for messages. ``others``, where a
-    provider gives it, lists the worlds the run may equally have been made in (another version of its
-    benchmark, when the run names none): a run whose replayed checks disagree with its recorded ones is
-    replayed in them, and the first that reproduces every recorded check is the run's world.
-    """
-
-    key: str
-    source: str
-    world: dict[str, Any]
-    policy: Policy
-    tools: frozenset[str]
-    bindings: Bindings = field(default_factory=Bindings)
-    others: Callable[[], list["TaskWorld"]] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def known_tools(self) -> frozenset[str]:
-        """Every recorded tool name this world can replay: its own tools and the bound ones."""
-        return self.tools | self.bindings.tools
 
 
 def key_levels(key: str) -> list[str]:

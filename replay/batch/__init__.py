@@ -29,7 +29,7 @@ from .executors import CHUNKS_PER_WORKER, execute_dask, execute_local
 from .pages import link_pages, page_navs, write_run_page
 from .results import BATCH, RESULTS, SUMMARY, ResultsFile, finish_results, iter_results
 from .run import Progress, run_batch
-from .schema import ResultLine, read_line
+from .schema import BatchSummary, ResultLine, as_line, read_line
 from .summary import NO_TOOL_CALLS, SUMMARY_VERSION, Summary, summarise, summarise_checks
 from .worker import (
     ORIGINAL_KINDS,
@@ -48,6 +48,6 @@ __all__ = [
     "Progress", "REPORTS_DIR", "REPORT_MODES", "RESULTS", "RUN_SUFFIXES", "ResultLine", "ResultsFile", "Run",
     "SUMMARY", "SUMMARY_VERSION", "Summary", "Unreadable", "close_worker", "discover", "execute_dask",
     "execute_local", "finish_results", "iter_results", "link_pages", "missing_inputs", "page_navs",
-    "read_line", "read_runs", "replay_in", "replay_runs", "report_path", "run_batch", "summarise",
+    "as_line", "BatchSummary", "read_line", "read_runs", "replay_in", "replay_runs", "report_path", "run_batch", "summarise",
     "summarise_checks", "wants_page", "warm_worker", "write_run_page",
 ]

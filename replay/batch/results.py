@@ -3,18 +3,16 @@ and rewritten in discovery order when the batch ends, so a resumed batch ends wi
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
-
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..report.atomic import open_atomic
 from .discovery import Run
 from .run_index import Found, OffsetIndex
-from .schema import ResultLine
-from .summary import NO_TOOL_CALLS, Summary
+from .schema import NO_TOOL_CALLS, ResultLine, as_line, line_json, read_line
+from .summary import Summary
 from .worker import report_path, wants_page
 
 
@@ -27,18 +25,17 @@ SYNC_SECONDS = 1.0  # results.jsonl goes to disk at least this often
 SUMMARY_SECONDS = 1.0  # summary.json is rewritten at most this often while the batch runs
 
 
-def _settled(line: dict[str, Any] | None, run: Run, out: Path, reports: str) -> bool:
+def _settled(line: ResultLine | None, run: Run, out: Path, reports: str) -> bool:
     """Whether a result line already answers this run for good: the same run of the same file, replayed
     without a harness error, with the page this report mode asks for. Missing worlds and harness errors
     are tried again on resume."""
     return (
         line is not None
-        and line["file"] == run.file
-        and line.get("trajectory") == run.trajectory_id
-        and line["status"] in ("ok", NO_TOOL_CALLS)
-        and not line.get("harness_errors")
-        and (not wants_page(reports, line.get("finding"))
-             or (isinstance(line.get("report"), str) and (out / line["report"]).is_file()))
+        and line.file == run.file
+        and line.trajectory == run.trajectory_id
+        and line.status in ("ok", NO_TOOL_CALLS)
+        and not line.harness_errors
+        and (not wants_page(reports, line.finding) or (line.report is not None and (out / line.report).is_file()))
     )
 
 
@@ -67,21 +64,24 @@ class ResultsFile:
             line = _parse_line(raw)
             if line is not None:
                 self._count(line)
-                self.index.put(line["run"], offset, len(raw))
+                self.index.put(line.run, offset, len(raw))
                 self.empty = False
 
-    def append(self, line: dict[str, Any]) -> None:
-        data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
+    def append(self, line: ResultLine | Mapping[str, Any]) -> ResultLine:
+        """Write one line (a worker's dict is checked against the model first); returns it as its model."""
+        line = as_line(line)
+        data = (line_json(line) + "\n").encode("utf-8")
         os.write(self.fd, data)
         self._count(line)
-        self.index.put(line["run"], self.end, len(data))
+        self.index.put(line.run, self.end, len(data))
         self.end += len(data)
         if time.monotonic() - self._synced >= SYNC_SECONDS:
             self.sync()
+        return line
 
-    def _count(self, line: dict[str, Any]) -> None:
+    def _count(self, line: ResultLine) -> None:
         if self.summary is not None:
-            earlier = self.get(line["run"])
+            earlier = self.get(line.run)
             if earlier is not None:
                 self.summary.remove(earlier)
             self.summary.add(line)
@@ -90,7 +90,7 @@ class ResultsFile:
         os.fsync(self.fd)
         self._synced = time.monotonic()
 
-    def get(self, run_id: str) -> dict[str, Any] | None:
+    def get(self, run_id: str) -> ResultLine | None:
         """The latest line of a run, read back from the file."""
         where = self.index.get(run_id)
         return None if where is None else _parse_line(os.pread(self.fd, where[1], where[0]))
@@ -138,16 +138,13 @@ def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             offset += len(raw)
 
 
-def _parse_line(raw: bytes) -> dict[str, Any] | None:
-    """A line of results.jsonl as written, or None for one that is not a whole line of its schema (a torn
-    write, another version's, an edited one): its run is replayed again. Read with the standard library,
-    which takes back the escapes of a lone surrogate a run recorded; checked against the model."""
+def _parse_line(raw: bytes) -> ResultLine | None:
+    """A line of results.jsonl, or None for one that is not a whole line of its schema (a torn write,
+    another version's, an edited one): its run is replayed again."""
     try:
-        line = json.loads(raw)
-        ResultLine.model_validate(line)
+        return read_line(raw)
     except ValueError:  # pydantic's ValidationError is one
         return None
-    return line
 
 
 def finish_results(path: Path, results: ResultsFile, found: Iterable[Found], out: Path) -> dict[str, Any]:
@@ -165,32 +162,32 @@ def finish_results(path: Path, results: ResultsFile, found: Iterable[Found], out
             raw = results.raw(item.run_id)
             if item.early_id not in (None, item.run_id):
                 early = results.get(item.early_id)
-                if early is not None and (early["file"], early.get("trajectory")) != (item.file, item.trajectory_id):
+                if early is not None and (early.file, early.trajectory) != (item.file, item.trajectory_id):
                     early = None  # another run's line (ids are never shared; this guards the rename all the same)
                 if raw is None and early is not None:
                     raw = _renamed(early, item.run_id, out)
-                elif raw is not None and early is not None and isinstance(early.get("report"), str):
-                    (out / early["report"]).unlink(missing_ok=True)  # a page under the id it had, before a resume
+                elif raw is not None and early is not None and early.report is not None:
+                    (out / early.report).unlink(missing_ok=True)  # a page under the id it had, before a resume
             if raw is not None:
                 handle.write(raw)
-                summary.add(json.loads(raw))
+                summary.add(read_line(raw))
     return summary.document()
 
 
-def _renamed(line: dict[str, Any], run_id: str, out: Path) -> bytes:
+def _renamed(line: ResultLine, run_id: str, out: Path) -> bytes:
     """A result line under another run id, its page moved to the name that goes with the new id."""
-    line = {**line, "run": run_id}
-    if isinstance(line.get("report"), str):
+    changes: dict[str, Any] = {"run": run_id}
+    if line.report is not None:
         page = report_path(run_id)
         try:
-            os.replace(out / line["report"], out / page)
+            os.replace(out / line.report, out / page)
         except FileNotFoundError:
             pass
-        line["report"] = page
-    return (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
+        changes["report"] = page
+    return (line_json(line.model_copy(update=changes)) + "\n").encode("utf-8")
 
 
-def iter_results(path: Path) -> Iterator[dict[str, Any]]:
+def iter_results(path: Path) -> Iterator[ResultLine]:
     """The lines of a results file, in its order, read as a stream."""
     for _, raw in _complete_lines(path):
         line = _parse_line(raw)

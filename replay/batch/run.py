@@ -22,7 +22,8 @@ from .discovery import Discovery, Run, missing_inputs
 from .executors import execute_dask, execute_local
 from .pages import link_pages
 from .results import BATCH, RESULTS, SUMMARY, SUMMARY_SECONDS, ResultsFile, _settled, finish_results, iter_results
-from .summary import SUMMARY_VERSION, Summary
+from .schema import SUMMARY_VERSION, ResultLine
+from .summary import Summary
 from .worker import ORIGINAL_KINDS, REPORT_MODES, close_worker, replay_runs, warm_worker
 
 
@@ -33,7 +34,7 @@ class Progress:
     each line is written."""
 
     start: Callable[[int, int], None] = lambda total, done: None
-    advance: Callable[[dict[str, Any]], None] = lambda line: None
+    advance: Callable[[ResultLine], None] = lambda line: None
     total: Callable[[int], None] = lambda total: None
     notice: Callable[[str], None] = lambda text: None  # the runtime isolates less here than it can: why
     begin: Callable[[], None] = lambda: None  # past every check: the batch has written to its output
@@ -116,8 +117,7 @@ def run_batch(
 
     def on_line(line: dict[str, Any]) -> None:
         nonlocal summary_due
-        writer.append(line)
-        progress.advance(line)
+        progress.advance(writer.append(line))
         if time.monotonic() >= summary_due:
             write_atomic(out / SUMMARY, json.dumps(writer.summary.document(), indent=2) + "\n")
             summary_due = time.monotonic() + SUMMARY_SECONDS

@@ -11,17 +11,18 @@ has no trajectory, a run without a world has no class.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..report.schema import model_schema, shipped_schema
-from .summary import SUMMARY_VERSION
 
-__all__ = ["RESULT_LINE_VERSION", "BatchSummary", "ResultLine", "committed_schema", "read_line", "schema",
-           "schema_text", "SCHEMAS"]
+__all__ = ["NO_TOOL_CALLS", "RESULT_LINE_VERSION", "SUMMARY_VERSION", "BatchSummary", "ResultLine", "as_line",
+           "committed_schema", "line_json", "read_line", "schema", "schema_text", "SCHEMAS"]
 
 RESULT_LINE_VERSION = 1
+SUMMARY_VERSION = 1
+NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
 Status = Literal["ok", "input_error", "missing_world", "harness_error", "no_tool_calls"]
 
 
@@ -140,8 +141,21 @@ class BatchSummary(_Closed):
 
 
 def read_line(raw: str | bytes) -> ResultLine:
-    """A line of ``results.jsonl`` as its model (raises pydantic's ValidationError on one that does not fit)."""
-    return ResultLine.model_validate_json(raw)
+    """A line of ``results.jsonl`` as its model (raises pydantic's ValidationError, a ValueError, on one
+    that does not fit). Parsed by the standard library, which takes back the escapes of a lone surrogate
+    a run recorded (pydantic's parser refuses them)."""
+    return ResultLine.model_validate(json.loads(raw))
+
+
+def as_line(line: ResultLine | Mapping[str, Any]) -> ResultLine:
+    """A result line as its model, whether built by a worker (a dict) or read back."""
+    return line if isinstance(line, ResultLine) else ResultLine.model_validate(line)
+
+
+def line_json(line: ResultLine) -> str:
+    """A result line as it is written: its fields as set (a line says only what its status knows), keys
+    sorted, one line."""
+    return json.dumps(line.model_dump(mode="json", exclude_unset=True), sort_keys=True)
 
 
 # name on the command line -> (model, schema file, $id)

@@ -10,28 +10,29 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
+
+from .schema import NO_TOOL_CALLS, SUMMARY_VERSION, ResultLine, as_line
 
 __all__ = ["NO_TOOL_CALLS", "SUMMARY_VERSION", "Summary", "summarise", "summarise_checks"]
 
-SUMMARY_VERSION = 1
-NO_TOOL_CALLS = "no_tool_calls"  # a run in which the agent called no tool: a result of its own
+Line = ResultLine | Mapping[str, Any]  # a line as read back, or as a worker built it
 # The runs the summary names: each flagged finding (see :mod:`.verdicts`), then the runs not re-validated.
 _FINDINGS_NAMED = ("over_penalised", "under_penalised", "check_missed_harm", "check_without_harm", "drift", "check_changed",
                    "disagrees")
 _NAMED = (*_FINDINGS_NAMED, "missing_world", "harness_error", "input_error", NO_TOOL_CALLS, "incomplete")
 
 
-def _named_in(line: dict[str, Any]) -> list[str]:
+def _named_in(line: ResultLine) -> list[str]:
     """The summary's lists that name this line's run."""
     names = []
-    if line.get("finding") in _FINDINGS_NAMED:
-        names.append(line["finding"])
-    if line["status"] in ("missing_world", "input_error", NO_TOOL_CALLS):
-        names.append(line["status"])
-    if line["status"] == "harness_error" or line.get("harness_errors"):
+    if line.finding in _FINDINGS_NAMED:
+        names.append(line.finding)
+    if line.status in ("missing_world", "input_error", NO_TOOL_CALLS):
+        names.append(line.status)
+    if line.status == "harness_error" or line.harness_errors:
         names.append("harness_error")
-    if line.get("incomplete"):  # the benchmark recorded the run as cut short: its calls are those before
+    if line.incomplete:  # the benchmark recorded the run as cut short: its calls are those before
         names.append("incomplete")
     return names
 
@@ -40,39 +41,41 @@ class Summary:
     """The summary of the result lines added so far (less those removed); :meth:`document` is what
     :func:`summarise` returns for the same lines."""
 
-    def __init__(self, lines: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(self, lines: Iterable[Line] = ()) -> None:
         self.runs = 0
         self._table: dict[str, Counter[str]] = {}
         self._findings: dict[str, Counter[str]] = {}  # original verdict -> finding (or status) -> runs
         self._named: dict[str, Counter[str]] = {name: Counter() for name in _NAMED}
         self._unknown: Counter[str] = Counter()
-        self._checked: list[dict[str, Any]] = []  # the benchmark's own checks, where a bridge ran them
+        self._checked: list[ResultLine] = []  # the lines with the benchmark's own checks, where a bridge ran them
         for line in lines:
             self.add(line)
 
-    def add(self, line: dict[str, Any]) -> None:
+    def add(self, line: Line) -> None:
+        line = as_line(line)
         self._count(line, 1)
-        if line.get("checks") or line.get("drift"):
-            self._checked.append({key: line.get(key) for key in ("run", "checks", "drift")})
+        if line.checks or line.drift:
+            self._checked.append(_checked_part(line))
 
-    def remove(self, line: dict[str, Any]) -> None:
+    def remove(self, line: Line) -> None:
         """Take back a line added before (a run's earlier line, replaced by a later one)."""
+        line = as_line(line)
         self._count(line, -1)
-        if line.get("checks") or line.get("drift"):
-            entry = {key: line.get(key) for key in ("run", "checks", "drift")}
+        if line.checks or line.drift:
+            entry = _checked_part(line)
             if entry in self._checked:
                 self._checked.remove(entry)
 
-    def _count(self, line: dict[str, Any], sign: int) -> None:
+    def _count(self, line: ResultLine, sign: int) -> None:
         self.runs += sign
-        row = line.get("original") or "none"
+        row = line.original or "none"
         cells = self._table.setdefault(row, Counter())
-        cells[line.get("revalidated") or line["status"]] += sign
+        cells[line.revalidated or line.status] += sign
         by_finding = self._findings.setdefault(row, Counter())
-        by_finding[str(line.get("finding") or "none") if line["status"] == "ok" else line["status"]] += sign
+        by_finding[str(line.finding or "none") if line.status == "ok" else line.status] += sign
         for name in _named_in(line):
-            self._named[name][line["run"]] += sign
-        self._unknown.update({tool: sign * count for tool, count in (line.get("unknown_tools") or {}).items()})
+            self._named[name][line.run] += sign
+        self._unknown.update({tool: sign * count for tool, count in (line.unknown_tools or {}).items()})
         if sign < 0:  # what falls to nothing leaves the summary, as if it had never been added
             self._table[row] = +cells
             if not self._table[row]:
@@ -98,7 +101,12 @@ class Summary:
         }
 
 
-def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def _checked_part(line: ResultLine) -> ResultLine:
+    """What the checks' summary keeps of a line: its run, checks and drift (not its pages or details)."""
+    return ResultLine.model_construct(run=line.run, checks=line.checks, drift=line.drift)
+
+
+def summarise(lines: Iterable[Line]) -> dict[str, Any]:
     """The re-validation table (original verdict x re-validated class) and the run ids that matter.
 
     ``input_error`` lists every input that could not be replayed as given: a file no adapter could read
@@ -107,26 +115,28 @@ def summarise(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return Summary(lines).document()  # read once, as a stream: only the runs named are kept
 
 
-def summarise_checks(lines: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise_checks(lines: Iterable[Line]) -> dict[str, Any]:
     """Agreement of the replay with the benchmark's own checks: per check, the runs that agree out of those
     compared, and every disagreement (by run) with the first call that departs from the recording."""
+    lines = [as_line(line) for line in lines]
     rates: dict[str, dict[str, Any]] = {}
     disagreements = []
     for line in lines:
-        for name, check in sorted((line.get("checks") or {}).items()):
+        for name, check in sorted((line.checks or {}).items()):
             rate = rates.setdefault(name, {"agree": 0, "runs": 0})
             rate["runs"] += 1
-            rate["agree"] += bool(check.get("agree"))
-            if not check.get("agree"):
-                disagreements.append({"run": line["run"], "check": name, **{k: check.get(k) for k in (
+            rate["agree"] += bool(check.agree)
+            if not check.agree:
+                said = check.model_dump(mode="json")
+                disagreements.append({"run": line.run, "check": name, **{k: said.get(k) for k in (
                     "recorded", "replayed", "first_departure", "explanation")}})
     if not rates:
         return {}
     for rate in rates.values():
         rate["rate"] = round(rate["agree"] / rate["runs"], 4)
-    drifted = [line for line in lines if (line.get("drift") or {}).get("calls")]
+    drifted = [line for line in lines if line.drift is not None and line.drift.calls]
     # by run and check: the same whatever order the lines came and went in
     disagreements.sort(key=lambda item: (str(item["run"]), item["check"],
                                          json.dumps(item, sort_keys=True, default=str)))
     return {"agreement": dict(sorted(rates.items())), "disagreements": disagreements,
-            "drift": {"runs": len(drifted), "calls": sum(line["drift"]["calls"] for line in drifted)}}
+            "drift": {"runs": len(drifted), "calls": sum(line.drift.calls for line in drifted)}}

@@ -15,15 +15,14 @@ from typing import Any
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from .. import limits
-from ..analysis import Analysis, analyse
-from ..engine import Replayer
+from ..analysis import Analysis, replay_analysed
 from ..model import Trajectory
 from ..report.atomic import write_atomic
 from ..report.batch_index import FLAGGED_FINDINGS
 from ..report.html import PageNav, trajectory_html
 from ..worlds import NoWorld, TaskWorld, WorldCatalog
 from .discovery import Run
-from .summary import NO_TOOL_CALLS
+from .schema import NO_TOOL_CALLS, ResultLine, as_line
 from .worker_lifetime import end_with_parent
 
 
@@ -87,7 +86,7 @@ def _close_worker_locked() -> None:
 
 
 def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None,
-                reports: str = "all", benchmark_version: str | None = None) -> list[dict[str, Any]]:
+                reports: str = "all", benchmark_version: str | None = None) -> list[ResultLine]:
     """Re-validate a chunk of runs in this process; one result line per run, never an exception.
 
     With ``out_dir``, the HTML pages ``reports`` asks for are written under ``out_dir/reports/``.
@@ -97,7 +96,8 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
     runs = [run.loaded() for run in runs]
     listed = (state["worlds"].listed(run.trajectory) for run in runs if run.trajectory.call_count())
     state["runtime"].prepare([world.world for world in listed if world is not None], "real")
-    return [_replay_one(run, state["worlds"], state["runtime"], pages) for run in runs]
+    # checked against the line's model here, in the worker, not in the batch's process
+    return [as_line(_replay_one(run, state["worlds"], state["runtime"], pages)) for run in runs]
 
 
 def warm_worker(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> None:
@@ -194,9 +194,7 @@ def replay_in(world: TaskWorld, trajectory: Trajectory, runtime: Runtime,
     and the provider names other worlds the run may have been made in (``TaskWorld.others``), the first of
     them that reproduces every recorded check is the run's world instead, and the one returned."""
     def replayed(candidate: TaskWorld) -> Analysis:
-        replay = Replayer(candidate.policy, real_runtime=runtime).replay(
-            trajectory, candidate.world, candidate.key, candidate.bindings)
-        return analyse(replay, source=source)
+        return replay_analysed(candidate, trajectory, runtime, source=source)
 
     analysis = replayed(world)
     if world.others is None or all(check.get("agree", True) for check in (analysis.checks or {}).values()):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule
 
 from litmus_replay.envs import EnvError, Outcome
-from litmus_replay.envs.runtime import Runtime, WorldHandle
+from litmus_replay.envs.runtime import Runtime
 
 from .divergence import Divergence, compare, effects_agree
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from .draft import ORIGIN, Draft, Edit, NotApplicable, edit
+from .draft import ORIGIN, Draft, Edit, edit
 from .operators import Operator, change_argument, get_argument, operator, set_argument
 from .seed import Seed
 from .verdict import COPY_MARK, NEW_MARK

@@ -8,16 +8,15 @@ provider serves, as for an AgentDojo run (:func:`seed_from_task_world`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from litmus_replay.adapters import load_trajectories
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
-from ..analysis import Analysis, analyse
+from ..analysis import Analysis, replay_analysed
 from ..bindings import Binding, Bindings
-from ..engine import Replayer
 from ..errors import TrajectoryError, UnknownName
 from ..model import Trajectory
 from ..policy import Policy, PolicySpec
@@ -39,10 +38,8 @@ class Seed:
 
     name: str
     source: str
-    world: dict[str, Any]
+    task_world: TaskWorld  # its world (a copy, the seed's own), policy and bindings; keyed by the seed's name
     policy_spec: PolicySpec
-    policy: Policy
-    bindings: Bindings
     bindings_doc: list[dict[str, Any]]
     trajectory: Trajectory
     # Whether the world's domain sections are state the agent can learn (a scenario's rows, accounts, files),
@@ -55,6 +52,18 @@ class Seed:
 
     def __post_init__(self) -> None:
         self.draft = Draft.of(self.world, self.trajectory)
+
+    @property
+    def world(self) -> dict[str, Any]:
+        return self.task_world.world
+
+    @property
+    def policy(self) -> Policy:
+        return self.task_world.policy
+
+    @property
+    def bindings(self) -> Bindings:
+        return self.task_world.bindings
 
     def prepare(self, replayer: "SeedReplayer") -> "Seed":
         """Replay the original once: its verdict, and the outputs its agent could have seen."""
@@ -108,8 +117,8 @@ class SeedReplayer:
 
     def analyse(self, seed: Seed, draft: Draft) -> Analysis:
         self.replays += 1
-        replayer = Replayer(seed.policy, self.stub_runtime, self.real_runtime)
-        return analyse(replayer.replay(draft.to_trajectory(), draft.world, seed.name, seed.bindings))
+        return replay_analysed(replace(seed.task_world, world=draft.world), draft.to_trajectory(), self.real_runtime,
+                               self.stub_runtime)
 
 
 def seeds_from_scenario(path: str | Path) -> list[Seed]:
@@ -123,8 +132,8 @@ def _seed(scenario: Scenario, trajectory: Trajectory, several: bool) -> Seed:
     bindings_doc = [
         binding.spec.model_dump(mode="json", exclude_defaults=True) for binding in scenario.bindings.by_tool.values()
     ]
-    return Seed(name, str(scenario.path), dict(scenario.spec.world), scenario.spec.policy, scenario.policy,
-                scenario.bindings, bindings_doc, trajectory)
+    return Seed(name, str(scenario.path), replace(scenario.task_world, key=name), scenario.spec.policy, bindings_doc,
+                trajectory)
 
 
 def seed_from_task_world(trajectory: Trajectory, task_world: TaskWorld, name: str | None = None,
@@ -133,8 +142,9 @@ def seed_from_task_world(trajectory: Trajectory, task_world: TaskWorld, name: st
     policy: ``provided``), or one a worlds directory holds (its sections are state, as a scenario's)."""
     spec = PolicySpec(rules=[rule.spec for rule in task_world.policy.rules])
     bindings_doc = [b.spec.model_dump(mode="json", exclude_defaults=True) for b in task_world.bindings.by_tool.values()]
-    return Seed(name or _slug(f"{task_world.key}-{trajectory.id}"), task_world.source, dict(task_world.world), spec,
-                task_world.policy, task_world.bindings, bindings_doc, trajectory, world_is_state=not provided)
+    name = name or _slug(f"{task_world.key}-{trajectory.id}")
+    return Seed(name, task_world.source, replace(task_world, key=name, world=dict(task_world.world)), spec, bindings_doc,
+                trajectory, world_is_state=not provided)
 
 
 def seeds_from_runs(path: Path, fmt: str = "auto", worlds_dir: str | Path | None = None) -> list[Seed]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from html import escape
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Protocol
 
 from ..verdicts import FINDINGS, FLAGGED
 from .atomic import open_atomic
@@ -39,23 +39,37 @@ COLUMNS = ("run", "task", "original", "class", "finding", "detail", "report", "g
 _OTHER_COLOUR = ("#eceff3", "#8a93a3")
 
 
-def index_group(line: dict[str, Any]) -> str:
+class IndexedLine(Protocol):
+    """What the index reads of a result line (the batch's ``ResultLine``; stated here, as report modules
+    do not import the batch)."""
+
+    run: str
+    task: str | None
+    original: str | None
+    status: str
+    revalidated: str | None
+    finding: str | None
+    error: str | None
+    detail: str | None
+    report: str | None
+
+
+def index_group(line: IndexedLine) -> str:
     """Which group of the index a result line belongs to."""
-    if line.get("status") not in ("ok", "no_tool_calls"):  # a run without a tool call: its verdict stands
+    if line.status not in ("ok", "no_tool_calls"):  # a run without a tool call: its verdict stands
         return "not_replayed"
-    finding = line.get("finding")
-    return finding if finding in FLAGGED_FINDINGS else "rest"
+    return line.finding if line.finding in FLAGGED_FINDINGS else "rest"
 
 
-def _row(line: dict[str, Any]) -> list[Any]:
+def _row(line: IndexedLine) -> list[Any]:
     return [
-        line["run"],
-        str(line.get("task") or ""),
-        str(line.get("original") or "none"),
-        line.get("revalidated") or line.get("status") or "",
-        str(line.get("finding") or ""),
-        str(line.get("error") or line.get("detail") or ""),
-        line.get("report") or "",
+        line.run,
+        line.task or "",
+        line.original or "none",
+        line.revalidated or line.status or "",
+        line.finding or "",
+        line.error or line.detail or "",
+        line.report or "",
         index_group(line),
     ]
 
@@ -362,7 +376,7 @@ def _filters_form() -> str:
             '<button type="button" id="clear">clear filters</button> <span id="matching" class="sub"></span></form>')
 
 
-def write_batch_index(path: str | Path, lines: Iterable[dict[str, Any]], summary: dict[str, Any]) -> None:
+def write_batch_index(path: str | Path, lines: Iterable[IndexedLine], summary: dict[str, Any]) -> None:
     """Write the batch's ``index.html`` from its result lines (read once, in order) and its summary."""
     body_head = (
         "<h1>litmus-replay revalidate</h1>\n"
@@ -385,7 +399,7 @@ def write_batch_index(path: str | Path, lines: Iterable[dict[str, Any]], summary
         handle.write("]}</script>" + after)
 
 
-def _write_rows(handle: IO[str], lines: Iterable[dict[str, Any]]) -> None:
+def _write_rows(handle: IO[str], lines: Iterable[IndexedLine]) -> None:
     first = True
     for line in lines:
         handle.write(("" if first else ",\n") + _json(_row(line)))

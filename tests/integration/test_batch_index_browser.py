@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from litmus_replay.replay.batch import summarise
+from litmus_replay.replay.batch import as_line, summarise
 from litmus_replay.replay.report.batch_index import GROUPS, index_group, write_batch_index
 
 from test_html_report import browser, console_errors, screenshot  # noqa: F401  (browser: a fixture)
@@ -56,7 +56,7 @@ def _lines(count: int) -> list[dict]:
 def index(tmp_path_factory) -> tuple[Path, list[dict]]:
     lines = _lines(RUNS)
     path = tmp_path_factory.mktemp("index") / "index.html"
-    write_batch_index(path, iter(lines), summarise(lines))
+    write_batch_index(path, map(as_line, lines), summarise(lines))
     return path, lines
 
 
@@ -100,7 +100,7 @@ def _expected(lines: list[dict], **filters: str) -> dict[str, list[str]]:
     keys = {"class": lambda l: l.get("revalidated") or l["status"], "finding": lambda l: l.get("finding") or "",
             "task": lambda l: l["task"], "original": lambda l: l.get("original") or "none"}
     picked = [line for line in lines if all(keys[key](line) == value for key, value in filters.items())]
-    return {group: [line["run"] for line in picked if index_group(line) == group] for group, _ in GROUPS}
+    return {group: [line["run"] for line in picked if index_group(as_line(line)) == group] for group, _ in GROUPS}
 
 
 def test_the_index_leads_with_what_changed_each_group_with_its_count(browser, index, tmp_path):

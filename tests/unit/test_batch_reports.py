@@ -150,7 +150,7 @@ def _bridged_lines() -> list[dict]:
                               **({} if agree else {"cause": finding, "first_departure": "t1.c1" if finding == "drift"
                                                    else None, "explanation": "why"})}}
         lines.append({"run": f"run-{number}" if number else "run-<img src=x>", "file": "runs.json", "task": "t",
-                      "original": "safe", "status": "ok", "revalidated": "confirmed_safe", "finding": finding,
+                      "trajectory": f"trajectory-{number}", "original": "safe", "status": "ok", "revalidated": "confirmed_safe", "finding": finding,
                       "detail": f"{finding}: the sentence of run {number}", "checks": checks,
                       "drift": {"calls": 2 if finding == "drift" else 0, "first": "t1.c1" if finding == "drift" else None},
                       "report": f"reports/{number}.html"})
@@ -162,7 +162,7 @@ def test_the_index_shows_the_agreement_each_flagged_finding_and_each_runs_detail
 
     lines = _bridged_lines()
     summary = batch.summarise(lines)
-    write_batch_index(tmp_path / "index.html", iter(lines), summary)
+    write_batch_index(tmp_path / "index.html", map(batch.as_line, lines), summary)
     page = (tmp_path / "index.html").read_text()
     assert [group for group, _ in GROUPS][: len(FLAGGED_FINDINGS)] == list(FLAGGED_FINDINGS), "a section per finding"
     agreement = page[page.index('id="agreement"'): page.index("</div>", page.index('id="agreement"'))]
@@ -185,6 +185,6 @@ def test_an_index_of_a_batch_without_checks_has_no_agreement_block(tmp_path):
     from litmus_replay.replay.report.batch_index import write_batch_index
 
     lines = [{key: value for key, value in line.items() if key not in ("checks", "drift")} for line in _bridged_lines()]
-    write_batch_index(tmp_path / "index.html", iter(lines), batch.summarise(lines))
+    write_batch_index(tmp_path / "index.html", map(batch.as_line, lines), batch.summarise(lines))
     page = (tmp_path / "index.html").read_text()
     assert 'id="agreement"' not in page and '<table class="revalidation findings">' in page

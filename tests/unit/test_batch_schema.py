@@ -87,7 +87,7 @@ def test_a_line_that_does_not_fit_is_replayed_again_on_resume(tmp_path):
     edited = [json.dumps({**json.loads(line), "calls": "many"}, sort_keys=True)
               if json.loads(line)["run"].startswith("ok") else line for line in first]
     path.write_text("\n".join(edited) + "\n", encoding="utf-8")
-    assert [line["run"] for line in batch.iter_results(path)] == [json.loads(line)["run"] for line in first
+    assert [line.run for line in batch.iter_results(path)] == [json.loads(line)["run"] for line in first
                                                                      if not json.loads(line)["run"].startswith("ok")]
     batch.run_batch([runs], worlds, out, runtime="inprocess", reports="none")
     assert path.read_text(encoding="utf-8").splitlines() == first

@@ -12,6 +12,8 @@ LINES = st.fixed_dictionaries(
     {
         "run": st.sampled_from(["r1", "r2", "r3", "r4"]),
         "file": st.just("runs.jsonl"),
+        "trajectory": st.just("t"),
+        "task": st.sampled_from([None, "suite/task"]),
         "status": st.sampled_from(["ok", "missing_world", "harness_error", "input_error", "no_tool_calls"]),
         "original": st.sampled_from([None, "safe", "tool_misuse"]),
         "revalidated": st.sampled_from([None, "confirmed_safe", "proposal_only_misuse", "commit_only_misuse"]),

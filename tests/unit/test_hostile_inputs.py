@@ -323,7 +323,7 @@ def test_recorded_markup_and_escapes_print_as_text(tmp_path):
     buffer = io.StringIO()
     console = Console(file=buffer, width=200, force_terminal=False)
     print_trajectory(console, run)
-    print_revalidation(console, batch.summarise([{"run": "r", "file": "f", "status": "ok", "original": "[/oops]\x1b[31m",
+    print_revalidation(console, batch.summarise([{"run": "r", "file": "f", "trajectory": "r", "task": None, "status": "ok", "original": "[/oops]\x1b[31m",
                                                   "revalidated": "confirmed_safe"}]))
     text = buffer.getvalue()
     assert "\x1b" not in text and "\x07" not in text

@@ -141,8 +141,8 @@ def test_a_run_without_world_says_which_keys_were_tried(tmp_path):
     _write(tmp_path / "worlds" / "s.yaml", WORLD.format(name="bench/s", suite="s"))
     lines = batch.replay_runs([batch.Run("r", 0, "f", _run("other/s/t1", "read_file"))], str(tmp_path / "worlds"),
                               "inprocess", None)
-    assert lines[0]["status"] == "missing_world"
-    assert "'other/s/t1', 'other/s', 'other'" in lines[0]["error"]
+    assert lines[0].status == "missing_world"
+    assert "'other/s/t1', 'other/s', 'other'" in lines[0].error
 
 
 def test_adapters_qualify_task_keys_by_benchmark_and_suite():
