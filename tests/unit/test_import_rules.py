@@ -27,7 +27,8 @@ ADAPTERS_MAY_IMPORT = ("litmus_replay.adapters", "litmus_replay.replay.model", "
 
 @pytest.fixture(scope="module")
 def graph() -> grimp.ImportGraph:
-    return grimp.build_graph(*PACKAGES, include_external_packages=True, cache_dir=None)
+    # litmus_replay is a regular package (the checkout's __init__.py): its folders are not top-level packages.
+    return grimp.build_graph("litmus_replay", include_external_packages=True, cache_dir=None)
 
 
 def _project_edges(graph: grimp.ImportGraph) -> nx.DiGraph:
@@ -91,18 +92,6 @@ def test_judging_calls_does_not_import_the_cel_librarys_command_line():
             "print(sorted(m for m in ('cel.cli', 'prompt_toolkit', 'typer') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-
-
-def test_the_wheel_lists_every_package_of_the_tree():
-    """pyproject.toml names the packages by hand (the folders map onto one namespace): a package left out
-    installs from a checkout but is missing from the wheel."""
-    import tomllib
-
-    root = Path(__file__).resolve().parents[2]
-    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {"litmus_replay." + ".".join(init.parent.relative_to(root).parts)
-             for top in ("replay", "envs", "adapters") for init in (root / top).rglob("__init__.py")}
-    assert listed == found
 
 
 def test_the_plugin_loader_the_adapters_may_import_brings_nothing_else_of_the_project(graph):
