@@ -112,6 +112,7 @@ class _LazyGroup(click.Group):
 
     lazy = {
         "fidelity": "litmus_replay.replay.fidelity.command:fidelity_command",
+        "init-world": "litmus_replay.replay.world_skeleton:init_world_command",
         "nearmiss": "litmus_replay.replay.nearmiss.command:nearmiss_command",
     }
 
@@ -349,6 +350,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
                    TimeRemainingColumn(), console=Console(stderr=True), transient=False)
     task = bar.add_task("runs", total=None)
     input_errors: list[batch.ResultLine] = []
+    missing_worlds: list[batch.ResultLine] = []  # the first run without a world, to say what it tried
 
     def start(total: int, done: int) -> None:
         bar.update(task, total=total, completed=done)
@@ -360,6 +362,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         bar.advance(task)
         if line.status == "input_error":
             input_errors.append(line)
+        elif line.status == "missing_world" and not missing_worlds:
+            missing_worlds.append(line)
 
     hooks = batch.Progress(start=start, advance=advance, total=lambda total: bar.update(task, total=total))
     missing = batch.missing_inputs(runs)
@@ -407,6 +411,10 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     if summary["missing_world"] or summary["harness_error"]:
         _fail(f"{len(summary['missing_world']) + len(summary['harness_error'])} of {plural(summary['runs'], 'run')} could not be "
               f"re-validated (missing world or harness error); see {Path(out_dir) / 'results.jsonl'}, and re-run to retry them")
+        for line in missing_worlds:
+            worlds = worlds_dir or "WORLDS"
+            click.echo(f"litmus-replay: note: run {line.run}: {line.error}; a worlds file to start from: "
+                       f"litmus-replay init-world {line.file} -o {Path(worlds) / 'NEW.yaml'}", err=True)
         sys.exit(EXIT_NOT_REVALIDATED)
 
 
