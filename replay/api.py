@@ -103,13 +103,15 @@ def replay_scenario(path: str | Path, runtime: str | Runtime = "inprocess") -> l
 def revalidate(runs: Iterable[str | Path] | str | Path, worlds: str | Path | None, out: str | Path, *,
                format: str = "auto", runtime: str = "inprocess", jobs: int = 1, task: str | None = None,
                benchmark_version: str | None = None, original_kind: str | None = None,
-               reports: str = "flagged") -> BatchSummary:
+               verdict_labels: dict[str, str] | None = None, reports: str = "flagged") -> BatchSummary:
     """Re-validate every run under ``runs`` (files or directories) against its task's world, as
     ``litmus-replay revalidate`` does: ``results.jsonl``, ``summary.json``, ``index.html`` and the pages of
-    flagged runs go to ``out``, and a batch already there is resumed. Returns the summary."""
+    flagged runs go to ``out``, and a batch already there is resumed. ``verdict_labels`` says what the
+    benchmark's own labels mean (``{"fail": "tool_misuse", "pass": "safe"}``). Returns the summary."""
     paths = [runs] if isinstance(runs, (str, Path)) else list(runs)
     summary = run_batch(paths, worlds, out, fmt=format, runtime=runtime, jobs=jobs, task=task,
-                        benchmark_version=benchmark_version, original_kind=original_kind, reports=reports)
+                        benchmark_version=benchmark_version, original_kind=original_kind,
+                        verdict_labels=verdict_labels, reports=reports)
     return BatchSummary.model_validate(summary)
 
 

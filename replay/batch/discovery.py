@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from litmus_replay.adapters import load_trajectories
 
@@ -94,10 +94,11 @@ class Discovery:
     """
 
     def __init__(self, paths: Iterable[str | Path] = (), fmt: str = "auto", *, task: str | None = None,
-                 original_kind: str | None = None,
+                 original_kind: str | None = None, verdict_labels: Mapping[str, str] | None = None,
                  on_complete: Callable[["Discovery"], None] | None = None) -> None:
         """``task``: the task key of every run whose file names none; ``original_kind``: the kind of every
-        recorded verdict whose file does not say it (see :func:`read_runs`)."""
+        recorded verdict whose file does not say it; ``verdict_labels``: what the benchmark's labels mean
+        (see :func:`read_runs`)."""
         self.spool = Spool()
         self.index = RunIndex()
         self.found_runs = 0  # runs found so far
@@ -106,6 +107,7 @@ class Discovery:
         self._fmt = fmt
         self._task = task
         self._original_kind = original_kind
+        self._verdict_labels = verdict_labels
         self._on_complete = on_complete
 
     def step(self) -> bool:
@@ -135,7 +137,7 @@ class Discovery:
         index = self.index
         try:
             limits.check_file_size(item)
-            trajectories = read_runs(item, self._fmt, self._task, self._original_kind)
+            trajectories = read_runs(item, self._fmt, self._task, self._original_kind, self._verdict_labels)
         except (InputError, UnknownName) as exc:
             index.add_unreadable(str(item), exc.line() if isinstance(exc, InputError) else f"{item}: {exc}")
             return
@@ -238,17 +240,33 @@ def discover(paths: Iterable[str | Path], fmt: str = "auto") -> Discovery:
     return Discovery(paths, fmt).read_all()
 
 
-def read_runs(file: Path, fmt: str, task: str | None = None, original_kind: str | None = None) -> list[Trajectory]:
+def read_runs(file: Path, fmt: str, task: str | None = None, original_kind: str | None = None,
+              verdict_labels: Mapping[str, str] | None = None) -> list[Trajectory]:
     """A file's runs; with ``task``, each run whose file names no task gets that one. Some formats never
     name one (Anthropic messages, MCP, OpenTelemetry spans), so their runs find a world only this way.
     With ``original_kind``, each recorded verdict of unknown kind gets that one: the user's word for what
-    their benchmark's scorer judged (``proposal_time`` makes over- and under-penalised findings possible)."""
+    their benchmark's scorer judged (``proposal_time`` makes over- and under-penalised findings possible).
+    With ``verdict_labels`` (recorded label -> ``tool_misuse`` or ``safe``), a benchmark's own labels say
+    what they mean for safety: ``fail`` as ``tool_misuse``, ``C`` as ``safe``."""
     trajectories = load_trajectories(file, fmt)
     if task is not None:
         trajectories = [run if run.task else run.model_copy(update={"task": task}) for run in trajectories]
+    if verdict_labels:
+        trajectories = [_with_label(run, verdict_labels) for run in trajectories]
     if original_kind is not None:
         trajectories = [_with_kind(run, original_kind) for run in trajectories]
     return trajectories
+
+
+def _with_label(run: Trajectory, labels: Mapping[str, str]) -> Trajectory:
+    """The run with its recorded label read as the user says it reads (``fail`` as ``tool_misuse``); the
+    label as recorded stays in ``source.extra["recorded_label"]``."""
+    verdict = run.original_verdict
+    if verdict is None or verdict.label not in labels:
+        return run
+    source = run.source.model_copy(update={"extra": {**run.source.extra, "recorded_label": verdict.label}})
+    return run.model_copy(update={"original_verdict": verdict.model_copy(update={"label": labels[verdict.label]}),
+                                  "source": source})
 
 
 def _with_kind(run: Trajectory, kind: str) -> Trajectory:

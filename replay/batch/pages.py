@@ -88,8 +88,10 @@ def write_run_page(out: str | Path, run_id: str, *, worlds_dir: str | Path | Non
         worlds_dir = base / recorded["worlds"]
     # the task the line was replayed under: a resumed batch may have been given another --task since
     kind = recorded.get("original_kind")
+    labels = recorded.get("verdict_labels")
     trajectory = _recorded_trajectory(base / line.file, line, recorded.get("format", "auto"), line.task,
-                                      kind if kind in ORIGINAL_KINDS else None)
+                                      kind if kind in ORIGINAL_KINDS else None,
+                                      labels if isinstance(labels, dict) else None)
     version = recorded.get("benchmark_version")
     try:
         world = WorldCatalog.load(worlds_dir, benchmark_version=version if isinstance(version, str) and version else None
@@ -117,9 +119,9 @@ def _read_batch_record(out: Path) -> dict[str, Any]:
 
 
 def _recorded_trajectory(file: Path, line: ResultLine, fmt: str, task: str | None = None,
-                         original_kind: str | None = None) -> Trajectory:
+                         original_kind: str | None = None, verdict_labels: dict[str, str] | None = None) -> Trajectory:
     """The trajectory a result line names: by its place in the file where the run id carries one, else by id."""
-    trajectories = read_runs(file, fmt, task, original_kind)
+    trajectories = read_runs(file, fmt, task, original_kind, verdict_labels)
     place = re.fullmatch(r".*#(\d+)(?:~\d+)?", line.run) if "@" in line.run else None
     if place is not None and int(place.group(1)) < len(trajectories):
         candidate = trajectories[int(place.group(1))]

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from litmus_replay.adapters import get_adapter
 from litmus_replay.envs.runtime import get_runtime
@@ -24,7 +24,7 @@ from .pages import link_pages
 from .results import BATCH, RESULTS, SUMMARY, SUMMARY_SECONDS, ResultsFile, _settled, finish_results, iter_results
 from .schema import SUMMARY_VERSION, ResultLine
 from .summary import Summary
-from .worker import ORIGINAL_KINDS, REPORT_MODES, close_worker, replay_runs, warm_worker
+from .worker import ORIGINAL_KINDS, REPORT_MODES, VERDICT_MEANINGS, close_worker, replay_runs, warm_worker
 
 
 @dataclass
@@ -55,12 +55,15 @@ def run_batch(
     task: str | None = None,
     benchmark_version: str | None = None,
     original_kind: str | None = None,
+    verdict_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Re-validate every run under ``paths``; results, summary and index go to ``out``. Returns the summary.
 
     ``task`` is the task key of the runs whose files name none (their worlds are found by it).
     ``original_kind`` (``proposal_time`` or ``state_based``) is what the recorded verdicts judged, for the
-    runs whose files do not say it.
+    runs whose files do not say it. ``verdict_labels`` maps a benchmark's own labels onto what they mean
+    for safety (``{"fail": "tool_misuse", "pass": "safe"}``): a label no benchmark shares (``pass``, ``C``,
+    a graded score) counts as neither misuse nor safe until it is mapped, so its runs are never flagged.
 
     ``benchmark_version`` is the version every run of a benchmark with versions (AgentDojo) is replayed
     with, whatever the run records; None leaves each run's own. The caller checks it names a version the
@@ -91,9 +94,13 @@ def run_batch(
         raise InputError(None, "--task", "an empty task key: give the key a world in --worlds is named by")
     if original_kind is not None and original_kind not in ORIGINAL_KINDS:
         raise InputError(None, "--original-kind", f"unknown kind {original_kind!r}: use one of {', '.join(ORIGINAL_KINDS)}")
+    verdict_labels = dict(verdict_labels or {})
+    for label, meaning in verdict_labels.items():
+        if meaning not in VERDICT_MEANINGS:
+            raise InputError(None, "--label", f"{label}={meaning}: a label means one of {', '.join(VERDICT_MEANINGS)}")
     WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
     checked = _RuntimeCheck(runtime)
-    found = Discovery(paths, fmt, task=task, original_kind=original_kind, on_complete=lambda done: progress.total(done.index.count()))
+    found = Discovery(paths, fmt, task=task, original_kind=original_kind, verdict_labels=verdict_labels, on_complete=lambda done: progress.total(done.index.count()))
     while not checked.done() and found.step():  # discovery goes on while the runtime is opened
         pass
     try:
@@ -107,7 +114,7 @@ def run_batch(
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
         writer = ResultsFile(results_path, Summary())
-        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, benchmark_version, original_kind),
+        write_atomic(out / BATCH, json.dumps(_batch_record(worlds_dir, fmt, runtime, benchmark_version, original_kind, verdict_labels),
                                                   indent=2) + "\n")
     except OSError as exc:
         found.close()
@@ -204,8 +211,10 @@ class _RuntimeCheck:
 
 
 def _batch_record(worlds_dir: str | Path | None, fmt: str, runtime: str,
-                  benchmark_version: str | None = None, original_kind: str | None = None) -> dict[str, Any]:
+                  benchmark_version: str | None = None, original_kind: str | None = None,
+                  verdict_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What a page made later needs to replay a run as this batch did; run files are relative to ``base``."""
     return {"batch": "litmus-replay.revalidate", "version": SUMMARY_VERSION, "base": os.getcwd(),
             "worlds": str(Path(worlds_dir).resolve()) if worlds_dir is not None else None, "format": fmt,
-            "runtime": runtime, "benchmark_version": benchmark_version, "original_kind": original_kind}
+            "runtime": runtime, "benchmark_version": benchmark_version, "original_kind": original_kind,
+            **({"verdict_labels": dict(verdict_labels)} if verdict_labels else {})}

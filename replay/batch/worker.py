@@ -39,6 +39,8 @@ _WORKER_LOCK = threading.Lock()  # a Dask worker may run several chunks at once,
 
 # What a user may say the recorded verdicts judged (--original-kind), where a run's file does not say it.
 ORIGINAL_KINDS = ("proposal_time", "state_based")
+# What a benchmark's own label may be mapped to (--label): the labels a safety verdict is read from.
+VERDICT_MEANINGS = ("tool_misuse", "safe")
 
 def _worker_state(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> dict[str, Any]:
     """This process's worlds and runtime, opened on first use and kept for every later run; the world

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
+
+from litmus_replay.replay.errors import InputError
 
 from litmus_replay.replay.cli import main
 from litmus_replay.replay.world_skeleton import _domain_tools, guess_tool
@@ -122,3 +125,30 @@ def test_a_run_without_a_world_says_the_keys_tried_and_the_init_world_command(tm
     note = next(line for line in result.output.splitlines() if line.startswith("litmus-replay: note: run "))
     assert "tried 'acme/tidy', 'acme'" in note
     assert note.endswith(f"litmus-replay init-world {log} -o {tmp_path / 'worlds' / 'NEW.yaml'}")
+
+
+def test_a_benchmarks_own_labels_are_flagged_only_once_mapped_onto_what_they_mean(tmp_path):
+    from litmus_replay import read_results, revalidate
+
+    log = json.loads(_log(tmp_path).read_text())
+    for sample in log["samples"]:
+        sample["scores"]["judge"]["value"] = "C"  # inspect_ai's "correct": the scorer saw nothing wrong
+    (tmp_path / "log.json").write_text(json.dumps(log))
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    written = CliRunner().invoke(main, ["init-world", str(tmp_path / "log.json"), "-o", str(worlds / "acme.yaml")])
+    assert written.exit_code == 0, written.output
+    text = (worlds / "acme.yaml").read_text()
+    rule = next(line for line in text.splitlines() if "no-delete-path" in line).split("#", 1)[1].strip()
+    (worlds / "acme.yaml").write_text(text.replace("  rules: []\n", f"  {rule}\n"))
+
+    plain = revalidate(tmp_path / "log.json", worlds, tmp_path / "plain")
+    assert plain.under_penalised == [] and set(plain.table) == {"C"}, "C says nothing about safety: never flagged"
+    mapped = revalidate(tmp_path / "log.json", worlds, tmp_path / "mapped", verdict_labels={"C": "safe", "I": "tool_misuse"})
+    assert mapped.under_penalised == ["removes_epoch_1"] and set(mapped.table) == {"safe"}
+    page = tmp_path / "mapped" / next(line.report for line in read_results(tmp_path / "mapped") if line.report)
+    assert page.is_file()
+    batch_record = json.loads((tmp_path / "mapped" / "batch.json").read_text())
+    assert batch_record["verdict_labels"] == {"C": "safe", "I": "tool_misuse"}
+    with pytest.raises(InputError, match="--label"):
+        revalidate(tmp_path / "log.json", worlds, tmp_path / "bad", verdict_labels={"C": "fine"})
