@@ -141,7 +141,7 @@ def guess_tool(tool: str, arguments: list[str], calls: int, domains: dict[str, d
 
 def _domain_tools() -> dict[str, dict[str, list[str]]]:
     """The registered domains a user's world may name: not a bridge's (named after its world provider, as
-    ``agentdojo-banking`` is AgentDojo's, whose worlds the provider builds from a benchmark's task), and
+    ``<benchmark>-<suite>``, whose worlds the provider builds from a benchmark's task), and
     only those whose section may start empty."""
     from .scenario import validate_world
 
