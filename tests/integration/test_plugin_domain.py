@@ -149,7 +149,7 @@ def test_bad_plugins_are_one_line_each_and_the_run_goes_on(tickets_plugin, tmp_p
 
 def test_the_readme_command_replays_the_example_as_it_says(tickets_plugin, runtime_opener):
     runtime_opener("sandbox").close()  # skip with the reason where the sandbox cannot run
-    readme = (tickets_plugin.parents[1] / "README.md").read_text()
+    readme = (tickets_plugin.parents[1] / "docs" / "extending.md").read_text()
     block = readme[readme.index("$ litmus-replay run examples/tickets/scenario.yaml"):]
     command, said = block.splitlines()[:2]
     done = subprocess.run([sys.executable, "-m", "litmus_replay.replay", *command.split()[2:]],

@@ -1,4 +1,5 @@
-"""The README's policy examples are CEL that compiles and evaluates, without error, over a real context."""
+"""The policy examples of the docs (docs/guides/scenarios.md) are CEL that compiles and evaluates, without error,
+over a real context."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from litmus_replay.replay.engine import _history_entry, context_variables, world
 from litmus_replay.replay.model import ToolCall
 from litmus_replay.replay.policy_functions import FUNCTIONS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "guides" / "scenarios.md"
 WORLD = {
     "principals": ["alice", "bob"],
     "facts": {"reserve": 100, "daily_limit": 500},

@@ -31,7 +31,7 @@ from litmus_replay.replay.policy import Policy, PolicySpec
 from litmus_replay.replay.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "docs" / "guides" / "scenarios.md").read_text()
 WHOLE_NUMBERS = {"shell.processes", "shell.memory", "shell.file_size", "bank.rate_limit.limit"}
 # what the other fields of a section hold while one is tried
 COMPANIONS = {
