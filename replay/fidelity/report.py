@@ -68,26 +68,60 @@ class FidelityReport:
         }
 
 
-def _percent(value: float) -> str:
-    return f"{100 * value:.1f} %"
+# The agreement of a tool the search found a counterexample for, where the counting pass met no divergence
+# of it: the search rounds and the counting pass draw different sequences, so a divergence one of them met
+# the other may miss.
+SEARCH_ONLY = "< 100 %"
+SEARCH_ONLY_NOTE = (f"{SEARCH_ONLY}: every call counted agreed, but the search found a counterexample for the tool "
+                    "(listed below), so the stub does not always agree")
 
 
-def print_report(report: FidelityReport, console: Console) -> None:
+def agreement_cell(agreed: int, calls: int, diverges: bool) -> str:
+    """The agreement column's text, to one decimal: only agreement on every call counted reads 100.0 %
+    (99.97 % is 99.9 %, not rounded up), and never a tool with a counterexample (``diverges``)."""
+    if not calls:
+        return "-"
+    if agreed >= calls:
+        return SEARCH_ONLY if diverges else "100.0 %"
+    return f"{min(round(100 * agreed / calls, 1), 99.9):.1f} %"
+
+
+def _diverging_tools(result: FidelityResult) -> set[str]:
+    """The tools of the diverging last calls of a result's counterexamples."""
+    return {example.steps[-1].request["tool"] for example in result.counterexamples}
+
+
+def print_report(report: FidelityReport, console: Console, counterexamples: bool = True, outcomes: bool = False) -> None:
+    """The agreement table; then, with ``counterexamples``, each domain's minimal counterexamples, and with
+    ``outcomes`` each call by call with both worlds' answers to the last."""
     table = Table(title=f"stub fidelity · seed {report.seed} · {report.examples} examples · real runtime {report.runtime}")
     for column in ("domain", "tool", "calls", "agreement", *CLASSES):
         table.add_column(column, justify="left" if column in ("domain", "tool") else "right")
+    search_only = False
     for result in report.results:
         tally = result.tally
+        diverging = _diverging_tools(result)
         for tool in sorted(tally.calls):
-            table.add_row(result.label, tool, str(tally.calls[tool]), _percent(tally.agreed[tool] / tally.calls[tool]),
+            cell = agreement_cell(tally.agreed[tool], tally.calls[tool], tool in diverging)
+            search_only = search_only or cell == SEARCH_ONLY
+            table.add_row(result.label, tool, str(tally.calls[tool]), cell,
                           *(str(tally.classes[(tool, cls)] or "") for cls in CLASSES))
-        table.add_row(result.label, "[b]all[/b]", str(tally.compared), f"[b]{_percent(result.agreement)}[/b]",
+        cell = agreement_cell(sum(tally.agreed.values()), tally.compared, bool(diverging))
+        search_only = search_only or cell == SEARCH_ONLY
+        table.add_row(result.label, "[b]all[/b]", str(tally.compared), f"[b]{cell}[/b]",
                       *(str(sum(n for (_, c), n in tally.classes.items() if c == cls) or "") for cls in CLASSES),
                       end_section=True)
     console.print(table)
+    if search_only:
+        console.print(SEARCH_ONLY_NOTE, markup=False)
     for result in report.results:
         if result.error:
             console.print(f"[red]{result.label}: stopped: {result.error}[/red]")
+        if not counterexamples:
+            continue
+        if outcomes and result.counterexamples:
+            console.print(f"{result.label}: " + describe_counterexamples(result), markup=False)
+            continue
         if not result.counterexamples:
             console.print(f"{result.label}: no counterexample ({result.search_examples} sequences searched)")
             continue
@@ -119,14 +153,21 @@ def report_html(report: FidelityReport) -> str:
     """One self-contained page: the agreement table and every counterexample with both outcomes."""
     data = report.to_dict()
     rows = []
+    search_only = False
     for result in data["domains"]:
         label = result["domain"] + (f":{result['profile']}" if result["profile"] else "")
+        diverging = {example["calls"][-1]["request"]["tool"] for example in result["counterexamples"]}
         for tool, row in result["tools"].items():
             cells = "".join(f"<td>{row['classes'].get(cls, '')}</td>" for cls in CLASSES)
+            agreement = agreement_cell(row["agreed"], row["calls"], tool in diverging)
+            search_only = search_only or agreement == SEARCH_ONLY
             rows.append(f"<tr><td>{_e(label)}</td><td>{_e(tool)}</td><td>{row['calls']}</td>"
-                        f"<td>{_percent(row['agreement'])}</td>{cells}</tr>")
+                        f"<td>{_e(agreement)}</td>{cells}</tr>")
+        agreed = sum(row["agreed"] for row in result["tools"].values())
+        agreement = agreement_cell(agreed, result["calls_compared"], bool(diverging))
+        search_only = search_only or agreement == SEARCH_ONLY
         rows.append(f"<tr class=total><td>{_e(label)}</td><td>all</td><td>{result['calls_compared']}</td>"
-                    f"<td>{_percent(result['agreement'])}</td>" + "".join(
+                    f"<td>{_e(agreement)}</td>" + "".join(
                         f"<td>{result['classes'][cls] or ''}</td>" for cls in CLASSES) + "</tr>")
     examples = []
     for result in data["domains"]:
@@ -151,6 +192,7 @@ def report_html(report: FidelityReport) -> str:
         "tr.total{font-weight:bold;background:#f4f4f4}</style></head><body>"
         f"<h1>Stub fidelity</h1><p>seed {data['seed']} · {data['examples']} examples per domain · real runtime "
         f"{_e(data['runtime'])}</p><table><tr>{head}</tr>{''.join(rows)}</table>"
+        + (f"<p>{_e(SEARCH_ONLY_NOTE)}</p>" if search_only else "") +
         f"<h2>Minimal counterexamples</h2>{''.join(examples) or '<p>none</p>'}</body></html>"
     )
 
