@@ -9,9 +9,19 @@ from litmus_replay.envs import Outcome
 
 from ..engine import CallReplay
 
-__all__ = ["PAIR_COLUMNS", "class_cell", "evidence_lines", "outcome_cell", "preview", "recorded_as_stub"]
+__all__ = ["CELL_LEGEND", "PAIR_COLUMNS", "class_cell", "evidence_lines", "outcome_cell", "preview", "recorded_as_stub"]
 
-PAIR_COLUMNS = ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class", "evidence")
+# The world columns say what each world answered; the policy columns what the policy judged at each moment,
+# which is not whether the world let the call through ("policy at commit: allow" beside "real world:
+# error 403" is a call the policy allowed and the world refused).
+PAIR_COLUMNS = ("turn", "call", "tool", "stub world", "real world", "policy at proposal", "policy at commit", "class",
+                "evidence")
+
+# What the world columns' cells mean (outcome_cell), said under the terminal's tables and in the help.
+CELL_LEGEND = ("stub world / real world: what each world answered (ok, pending, error CODE), then the effects it "
+               "committed: +N created, ~N changed, -N deleted (ok -4: ok, 4 deleted); (not applied): ok, nothing "
+               "committed; (seen in part): some effects could not be observed. policy at proposal / at commit: the "
+               "policy's verdict on the call at each moment, not the world's answer.")
 
 
 def outcome_cell(outcome: Outcome | None) -> str:

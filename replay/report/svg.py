@@ -114,9 +114,9 @@ def _node_title(node: str, attrs: dict[str, Any], call: CallReplay | None) -> st
         f"{call.key} · {call.call.tool} · turn {call.turn}",
         f"class: {call.pair.cls.value}" + (f" ({call.pair.reason.value})" if call.pair.reason else ""),
         call.pair.explanation,
-        f"proposal: {call.proposal.policy_verdict} as {call.proposal.principal}"
-        + (f" · commit: {call.commit.policy_verdict} as {call.commit.principal}" if call.commit else " · no commit"),
-        f"stub: {outcome_cell(call.stub)} · real: {outcome_cell(call.real)}",
+        f"policy at proposal: {call.proposal.policy_verdict} as {call.proposal.principal}"
+        + (f" · policy at commit: {call.commit.policy_verdict} as {call.commit.principal}" if call.commit else " · no commit"),
+        f"stub world: {outcome_cell(call.stub)} · real world: {outcome_cell(call.real)}",
         "arguments: " + _json(call.call.arguments),
     ]
     if call.call.result is not None:

@@ -11,7 +11,7 @@ from rich.text import Text
 from ..analysis import Analysis, class_counts
 from ..scoring import PairClass
 from ..verdicts import FINDINGS, FLAGGED
-from .cells import class_cell, outcome_cell, plural
+from .cells import PAIR_COLUMNS, class_cell, evidence_lines, outcome_cell, plural
 from .html import lead_text
 from .visible import visible
 
@@ -27,9 +27,9 @@ CLASS_STYLE = {
 FINDING_STYLE = {"high": "bold red", "warning": "yellow", "info": "dim"}
 
 
-def print_trajectory(console: Console, run: Analysis) -> None:
+def print_trajectory(console: Console, run: Analysis, evidence: bool = False) -> None:
     """The pair table, the trajectory's re-validation line, its expectations when it had any, and its
-    findings (never-proposed critical rules left out)."""
+    findings (never-proposed critical rules left out); with ``evidence``, why each call got its class."""
     result, problems = run.replay, run.problems
     trajectory = result.trajectory
     original = trajectory.original_verdict.label if trajectory.original_verdict else "none"
@@ -38,7 +38,7 @@ def print_trajectory(console: Console, run: Analysis) -> None:
     # Recorded content (ids, tool names, principals) is plain Text, never rich markup ("[/x]" in an id must
     # not crash), with its control characters made visible.
     table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
-    for column in ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class"):
+    for column in PAIR_COLUMNS[:-1]:  # the evidence is on the pages (and under each call with -v)
         table.add_column(column, no_wrap=column in ("call", "class"))
     for call in result.calls:
         cells = (
@@ -52,6 +52,10 @@ def print_trajectory(console: Console, run: Analysis) -> None:
         )
         table.add_row(*(Text(visible(cell)) for cell in cells), Text(class_cell(call), style=CLASS_STYLE[call.pair.cls]))
     console.print(table)
+    if evidence:
+        for call in result.calls:
+            for line in evidence_lines(call):
+                console.print(Text(visible(f"  {call.key}: {line}"), style="dim"))
     revalidation = result.revalidation
     line = Text("  → ")
     line.append(revalidation.revalidated.value, style=CLASS_STYLE[revalidation.revalidated])

@@ -232,7 +232,8 @@ def test_symlink_escape_edge_is_marked(symlink):
 
 def test_pair_table_and_findings_are_on_the_page(symlink):
     page = trajectory_html(symlink)
-    for column in ("turn", "call", "tool", "stub", "real", "proposal", "commit", "class", "evidence"):
+    for column in ("turn", "call", "tool", "stub world", "real world", "policy at proposal", "policy at commit", "class",
+                   "evidence"):
         assert f"<th>{column}</th>" in page
     parsed = _parse(page)
     rows = [a["id"] for tag, a in parsed.elements if tag == "tr" and a.get("id")]
