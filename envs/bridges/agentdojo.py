@@ -36,6 +36,7 @@ from typing import Any, Callable, ClassVar, Collection
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
 from ..errors import EnvError, ServiceError, WorldSpecError
+from ..quiet_stdout import quiet_stdout
 
 PREFIX = "agentdojo-"
 INSTALL_HINT = "pip install 'litmus-replay[agentdojo]'"
@@ -77,6 +78,15 @@ SUITE_TOOLS: dict[str, tuple[str, ...]] = {
 
 class BridgeUnavailable(EnvError, RuntimeError):
     """The benchmark's package is not installed where the world runs."""
+
+
+def unavailable() -> str | None:
+    """Why AgentDojo's domains cannot run in this Python, in words (its package is not installed), or None."""
+    import importlib.util
+
+    if importlib.util.find_spec("agentdojo") is None:
+        return f"needs the agentdojo package ({INSTALL_HINT})"
+    return None
 
 
 def domain_name(suite: str) -> str:
@@ -418,8 +428,14 @@ class AgentDojoReal(Domain):
     # visible inside a sandbox or container, so isolated runtimes open these worlds in process.
     declaration = Declaration(in_memory=True, runtimes=("inprocess",))
 
+    unavailable = staticmethod(unavailable)
+
     def __init__(self, spec: Mapping[str, Any], env: WorldEnv):
         super().__init__(spec, env)
+        with quiet_stdout():  # AgentDojo's code prints; the table is on stdout (see ..quiet_stdout)
+            self._open(spec)
+
+    def _open(self, spec: Mapping[str, Any]) -> None:
         field = f"world.{self.name}"
         run = _section(spec, field)
         self.modules = agentdojo_modules()
@@ -456,11 +472,13 @@ class AgentDojoReal(Domain):
     def invoke(self, call: Call) -> Any:
         self._state = None
         self.trace.append(self.modules["FunctionCall"](function=call.tool, args=call.params, id=None))
-        result, error = self.runtime.run_function(self.environment, call.tool, call.params)
+        with quiet_stdout():
+            result, error = self.runtime.run_function(self.environment, call.tool, call.params)
         if error is not None:
             raise ServiceError(error.split(":", 1)[0], error)  # type: ignore[arg-type]  # code: the exception type
         self._resolve(call)
-        return self.modules["tool_result_to_str"](result, dump_fn=_safe_dump)
+        with quiet_stdout():
+            return self.modules["tool_result_to_str"](result, dump_fn=_safe_dump)
 
     def _resolve(self, call: Call) -> None:
         """Record what the environment resolved that the call left implicit: the account an updated
@@ -511,8 +529,9 @@ class AgentDojoReal(Domain):
             checks.append(("security", self.injection_task))
         for name, task in checks:
             try:
-                report[name] = bool(self.task_suite._check_task_result(
-                    task, output, self.pre_environment, self.environment, self.trace))
+                with quiet_stdout():  # AgentDojo's checks print (workspace, slack): never into the table's stdout
+                    report[name] = bool(self.task_suite._check_task_result(
+                        task, output, self.pre_environment, self.environment, self.trace))
             except Exception as exc:  # a check that crashes on a replayed state is an answer, not a crash
                 report[name] = None
                 report[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
@@ -610,6 +629,7 @@ class AgentDojoStub(Domain):
     semantics = "stub"
     suite: ClassVar[str]
     declaration = Declaration(in_memory=True, runtimes=("inprocess",))
+    unavailable = staticmethod(unavailable)
 
     def invoke(self, call: Call) -> Any:
         recorded = call.recorded or {}

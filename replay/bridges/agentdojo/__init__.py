@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from litmus_replay.envs.bridges import agentdojo as bridge
+from litmus_replay.envs.quiet_stdout import quiet_stdout
 
 from ...errors import InputError, ScenarioError
 from ...model import Trajectory, first_error
@@ -165,6 +166,10 @@ class AgentDojoWorlds:
         return None
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
+        with quiet_stdout():  # AgentDojo's own code runs here (its suites, tasks, ground truth): none of it prints
+            return self._world_for(trajectory)
+
+    def _world_for(self, trajectory: Trajectory) -> TaskWorld:
         run = run_coordinates(trajectory, self.benchmark_version)
         world = self._world(trajectory, run, run["version"])
         if run["version_from"] == "inferred":  # the run names no version: later ones its text allows may have made it
@@ -180,11 +185,12 @@ class AgentDojoWorlds:
     def _others(self, trajectory: Trajectory, run: dict[str, Any], versions: list[str]) -> list[TaskWorld]:
         """The run's world in each later version that has everything the run names."""
         worlds = []
-        for version in versions:
-            try:
-                worlds.append(self._world(trajectory, run, version))
-            except NoWorld:
-                continue
+        with quiet_stdout():
+            for version in versions:
+                try:
+                    worlds.append(self._world(trajectory, run, version))
+                except NoWorld:
+                    continue
         return worlds
 
     def _world(self, trajectory: Trajectory, run: dict[str, Any], version: str) -> TaskWorld:
