@@ -32,8 +32,10 @@ Work = Callable[[list[Run]], list[dict[str, Any]]]
 
 def execute_local(runs: Iterable[Run], jobs: int, work: Work, on_line: Callable[[dict[str, Any]], None],
                   chunk: int | Callable[[], int], *, in_flight: int | None = None,
-                  idle: Callable[[], bool] | None = None, warm: Callable[[], Any] | None = None) -> None:
-    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes; at
+                  idle: Callable[[], bool] | None = None, warm: Callable[[], Any] | None = None,
+                  on_note: Callable[[str], None] | None = None) -> None:
+    """Run chunks in this process (jobs=1) or in a process pool, calling ``on_line`` as each finishes (and
+    ``on_note`` with each of a chunk's notes, see ``worker.ChunkLines``); at
     most ``in_flight`` chunks (``CHUNKS_PER_WORKER`` per worker by default) are sent and unfinished.
     ``idle`` is this process's own work, done a step at a time while the workers run (it returns False
     once there is no more): discovery reading ahead of the runs sent. ``warm`` runs first in each worker
@@ -45,19 +47,20 @@ def execute_local(runs: Iterable[Run], jobs: int, work: Work, on_line: Callable[
     itself is a harness error. The runs not yet sent go on in a fresh pool.
     """
     if jobs <= 1:
+        done = _each(on_line, on_note)
         for part in _chunks(runs, chunk):
-            for line in work(part):
-                on_line(line)
+            done(part, work(part))
         return
     lost: list[Run] = []
-    _in_pools(_chunks(runs, chunk), jobs, max(1, in_flight or jobs * CHUNKS_PER_WORKER), work, _each(on_line),
+    _in_pools(_chunks(runs, chunk), jobs, max(1, in_flight or jobs * CHUNKS_PER_WORKER), work, _each(on_line, on_note),
               lambda part, exc: lost.extend(part),  # BrokenProcessPool, an unpicklable result: retried, run by run
               idle, warm)
     if lost:
-        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line)
+        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line, on_note)
 
 
-def _run_apart(runs: list[Run], width: int, work: Work, on_line: Callable[[dict[str, Any]], None]) -> None:
+def _run_apart(runs: list[Run], width: int, work: Work, on_line: Callable[[dict[str, Any]], None],
+               on_note: Callable[[str], None] | None = None) -> None:
     """Each run as its own task, at most ``width`` in flight, a fresh pool after any breaks; with
     ``width`` 1 a run that fails is the one to blame, and is a harness error."""
     suspects: list[Run] = []
@@ -68,15 +71,19 @@ def _run_apart(runs: list[Run], width: int, work: Work, on_line: Callable[[dict[
         else:
             suspects.extend(part)
 
-    _in_pools(([run] for run in runs), width, width, work, _each(on_line), failed)
+    _in_pools(([run] for run in runs), width, width, work, _each(on_line, on_note), failed)
     if suspects:
-        _run_apart(suspects, 1, work, on_line)
+        _run_apart(suspects, 1, work, on_line, on_note)
 
 
-def _each(on_line: Callable[[dict[str, Any]], None]) -> Callable[[list[Run], list[dict[str, Any]]], None]:
-    """A finished part's lines, one by one, to ``on_line``."""
+def _each(on_line: Callable[[dict[str, Any]], None],
+          on_note: Callable[[str], None] | None = None) -> Callable[[list[Run], list[dict[str, Any]]], None]:
+    """A finished part's notes to ``on_note``, then its lines, one by one, to ``on_line``."""
 
     def done(part: list[Run], lines: list[dict[str, Any]]) -> None:
+        if on_note is not None:
+            for note in getattr(lines, "notes", ()):
+                on_note(note)
         for line in lines:
             on_line(line)
 
@@ -136,7 +143,7 @@ def _worker_failed(run: Run, exc: BaseException) -> dict[str, Any]:
 
 def execute_dask(runs: Iterable[Run], scheduler: str, work: Work, on_line: Callable[[dict[str, Any]], None],
                  chunk: int | Callable[[], int], *, in_flight: int | None = None,
-                 warm: Callable[[], Any] | None = None) -> None:
+                 warm: Callable[[], Any] | None = None, on_note: Callable[[str], None] | None = None) -> None:
     """Run chunks on a Dask distributed cluster; each worker keeps its own runtime between chunks.
 
     Chunks are sent as others finish, at most ``in_flight`` at a time (``CHUNKS_PER_WORKER`` per worker
@@ -152,8 +159,8 @@ def execute_dask(runs: Iterable[Run], scheduler: str, work: Work, on_line: Calla
                    for address in client.nthreads()] if warm is not None else []
         limit = max(1, in_flight or CHUNKS_PER_WORKER * max(1, sum(client.nthreads().values())))
         lost: list[Run] = []
-        _on_cluster(client, _chunks(runs, chunk), limit, work, _each(on_line), lambda part, exc: lost.extend(part))
-        _on_cluster(client, ([run] for run in lost), limit, work, _each(on_line),
+        _on_cluster(client, _chunks(runs, chunk), limit, work, _each(on_line, on_note), lambda part, exc: lost.extend(part))
+        _on_cluster(client, ([run] for run in lost), limit, work, _each(on_line, on_note),
                     lambda part, exc: on_line(_worker_failed(part[0], exc)))
         del warming  # kept until here: a future let go of is cancelled
 

@@ -108,8 +108,15 @@ def run_batch(
     except BaseException:
         found.close()
         raise
+    said: set[str] = set()
+
+    def note(text: str) -> None:  # the runtime's notes, from every worker, each said once for the batch
+        if text not in said:
+            said.add(text)
+            progress.notice(text)
+
     if notice:
-        progress.notice(notice)
+        note(notice)
     try:
         out.mkdir(parents=True, exist_ok=True)
         results_path = out / RESULTS
@@ -163,9 +170,9 @@ def run_batch(
     warm = partial(warm_worker, worlds, runtime, benchmark_version)
     try:
         if executor == "dask":
-            execute_dask(todo, scheduler, work, on_line, chunk, warm=warm)
+            execute_dask(todo, scheduler, work, on_line, chunk, warm=warm, on_note=note)
         else:
-            execute_local(todo, jobs, work, on_line, chunk, idle=found.step, warm=warm)
+            execute_local(todo, jobs, work, on_line, chunk, idle=found.step, warm=warm, on_note=note)
         summary = finish_results(results_path, writer, found.index, out)
     finally:
         writer.close()

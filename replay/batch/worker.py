@@ -4,14 +4,17 @@ analysed in its world into one result line (and its page), whatever the run does
 from __future__ import annotations
 
 import hashlib
+import logging
 import multiprocessing
 import multiprocessing.util
 import re
 import threading
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from litmus_replay.envs.quiet_stdout import quiet_stdout
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
 from .. import limits
@@ -87,19 +90,67 @@ def _close_worker_locked() -> None:
         runtime.close()
 
 
+class ChunkLines(list):
+    """A chunk's result lines, and ``notes``: what the runtime said while this worker replayed them (that
+    it runs a world in this process instead, say). Each worker says such a thing once, so a pool would
+    say it once per worker; the batch's process says each note once (``executors``, ``run_batch``)."""
+
+    notes: tuple[str, ...] = ()
+
+
+_ENVS_LOG = logging.getLogger("litmus_replay.envs")  # where the runtimes say what they do instead
+_NOTES: dict[int, list[str]] = {}  # thread -> the notes of the chunk it replays (Dask runs chunks in threads)
+_NOTES_LOCK = threading.Lock()
+
+
+class _NoteTaker(logging.Filter):
+    """Keeps a warning of a thread replaying a chunk for its chunk's notes instead of printing it; the
+    warnings of any other thread pass as before."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        notes = _NOTES.get(record.thread) if record.thread is not None else None
+        if notes is None:
+            return True
+        text = record.getMessage()
+        notes.append(text.removeprefix("litmus-replay: "))
+        return False
+
+
+_ENVS_LOG.addFilter(_NoteTaker())
+
+
+@contextmanager
+def _taking_notes() -> Iterator[list[str]]:
+    thread, notes = threading.get_ident(), []
+    with _NOTES_LOCK:
+        _NOTES[thread] = notes
+    try:
+        yield notes
+    finally:
+        with _NOTES_LOCK:
+            _NOTES.pop(thread, None)
+
+
 def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: str | None,
                 reports: str = "all", benchmark_version: str | None = None) -> list[ResultLine]:
-    """Re-validate a chunk of runs in this process; one result line per run, never an exception.
+    """Re-validate a chunk of runs in this process; one result line per run, never an exception. The list
+    is a :class:`ChunkLines`, with the runtime's notes.
 
     With ``out_dir``, the HTML pages ``reports`` asks for are written under ``out_dir/reports/``.
+
+    Nothing the replayed code prints to standard output reaches it (a benchmark's own checks print, and
+    the command line's table is there): see :mod:`litmus_replay.envs.quiet_stdout`.
     """
-    state = _worker_state(worlds_dir, runtime, benchmark_version)
-    pages = None if out_dir is None or reports == "none" else (out_dir, reports)
-    runs = [run.loaded() for run in runs]
-    listed = (state["worlds"].listed(run.trajectory) for run in runs if run.trajectory.call_count())
-    state["runtime"].prepare([world.world for world in listed if world is not None], "real")
-    # checked against the line's model here, in the worker, not in the batch's process
-    return [as_line(_replay_one(run, state["worlds"], state["runtime"], pages)) for run in runs]
+    with _taking_notes() as notes, quiet_stdout():
+        state = _worker_state(worlds_dir, runtime, benchmark_version)
+        pages = None if out_dir is None or reports == "none" else (out_dir, reports)
+        runs = [run.loaded() for run in runs]
+        listed = (state["worlds"].listed(run.trajectory) for run in runs if run.trajectory.call_count())
+        state["runtime"].prepare([world.world for world in listed if world is not None], "real")
+        # checked against the line's model here, in the worker, not in the batch's process
+        lines = ChunkLines(as_line(_replay_one(run, state["worlds"], state["runtime"], pages)) for run in runs)
+    lines.notes = tuple(dict.fromkeys(notes))
+    return lines
 
 
 def warm_worker(worlds_dir: str | None, runtime: str, benchmark_version: str | None = None) -> None:
