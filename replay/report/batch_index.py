@@ -4,7 +4,9 @@ It leads with what changed: a chart and the table of original verdicts against r
 then the over-penalised, under-penalised and unscoreable runs, each group with its count, then the runs
 that could not be re-validated, then the rest. A reader filters by class, finding, task and original
 verdict and sorts by any column; the filters live in the address (``#finding=over_penalised``), so a
-cell of the table or a bar of the chart is a link to its runs, and a filtered view can be shared.
+cell of the table or a bar of the chart is a link to its runs, and a filtered view can be shared. An
+address that names a filter or a value the page does not know (``#finding=bogus``) says so in a line
+above the runs, with the valid ones, instead of showing nothing.
 
 The runs travel as one JSON document inside the page and its script draws only a window of each group
 (more on request), so the page stays quick with 36,679 rows. The page is written in pieces, one row at a
@@ -19,6 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import IO, Any, Iterable, Protocol
 
+from ..scoring import PairClass
 from ..verdicts import FINDINGS, FLAGGED
 from .atomic import open_atomic
 from .cells import plural
@@ -36,6 +39,10 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("rest", "The rest: the verdict stands, or there was none to check"),
 )
 COLUMNS = ("run", "task", "original", "class", "finding", "detail", "report", "group")
+_STATUS_CLASSES = ("no_tool_calls", "missing_world", "harness_error", "input_error")
+# The values a filter knows whatever the batch holds (a finding no run has is valid, and shows no run);
+# a task or an original verdict is valid when some run has it.
+KNOWN_VALUES = {"class": [*(cls.value for cls in PairClass), *_STATUS_CLASSES], "finding": list(FINDINGS)}
 _OTHER_COLOUR = ("#eceff3", "#8a93a3")
 
 
@@ -246,8 +253,8 @@ _SCRIPT = r"""
   "use strict";
   var data = JSON.parse(document.getElementById("runs-data").textContent);
   var C = {}; data.columns.forEach(function (name, i) { C[name] = i; });
-  var rows = data.rows, groups = data.groups, WINDOW = 200;
-  var FILTERS = ["class", "finding", "task", "original"];
+  var rows = data.rows, groups = data.groups, known = data.known || {}, WINDOW = 200;
+  var FILTERS = ["class", "finding", "task", "original"], OTHER_KEYS = ["sort", "desc"], SHOWN_VALUES = 12;
   var SHOWN = [["run", "run"], ["task", "task"], ["original", "original verdict"], ["class", "re-validated"],
                ["finding", "finding"], ["detail", "detail"]];
   var state = { sort: "", desc: false }, shown = {};
@@ -312,8 +319,35 @@ _SCRIPT = r"""
     });
     var thead = document.createElement("thead"); thead.appendChild(tr); table.appendChild(thead);
   }
+  function valuesOf(key) {
+    var seen = {};
+    (known[key] || []).forEach(function (value) { seen[value] = true; });
+    rows.forEach(function (row) { if (row[C[key]]) { seen[row[C[key]]] = true; } });
+    return Object.keys(seen).sort();
+  }
+  // An address naming a filter or a value this page does not know says so, with the valid ones.
+  function filterProblems() {
+    var problems = [];
+    Object.keys(state).forEach(function (key) {
+      if (FILTERS.indexOf(key) < 0 && OTHER_KEYS.indexOf(key) < 0) {
+        problems.push("unknown filter \u201c" + key + "\u201d in the address; the filters are: " + FILTERS.join(", "));
+      }
+    });
+    FILTERS.forEach(function (key) {
+      if (!state[key]) { return; }
+      var valid = valuesOf(key);
+      if (valid.indexOf(state[key]) < 0) {
+        var listed = valid.slice(0, SHOWN_VALUES).join(", ") + (valid.length > SHOWN_VALUES ? ", \u2026 (" + valid.length + " in all)" : "");
+        problems.push("unknown value for the filter " + key + ": \u201c" + state[key] + "\u201d; valid values: " + (listed || "none"));
+      }
+    });
+    var box = document.getElementById("filter-problem");
+    box.textContent = problems.join(" \u00b7 ");
+    box.hidden = !problems.length;
+  }
   function render() {
     FILTERS.forEach(function (key) { form.elements[key].value = state[key] || ""; });
+    filterProblems();
     var picked = rows.filter(function (row) {
       return FILTERS.every(function (key) { return !state[key] || row[C[key]] === state[key]; });
     });
@@ -373,7 +407,8 @@ def _filters_form() -> str:
                             ("original", "original verdict"))
     )
     return (f'<form class="filters" id="filters" role="search">{selects}'
-            '<button type="button" id="clear">clear filters</button> <span id="matching" class="sub"></span></form>')
+            '<button type="button" id="clear">clear filters</button> <span id="matching" class="sub"></span></form>'
+            '<p class="problems" id="filter-problem" role="alert" hidden></p>')
 
 
 def write_batch_index(path: str | Path, lines: Iterable[IndexedLine], summary: dict[str, Any]) -> None:
@@ -388,7 +423,7 @@ def write_batch_index(path: str | Path, lines: Iterable[IndexedLine], summary: d
         " every run.</p></noscript>\n"
         '<div id="groups"></div>\n'
         '<script type="application/json" id="runs-data">'
-        + _json({"columns": COLUMNS, "groups": GROUPS})[:-1]
+        + _json({"columns": COLUMNS, "groups": GROUPS, "known": KNOWN_VALUES})[:-1]
         + ',"rows":['
     )
     marker = "\x00BODY\x00"
