@@ -12,7 +12,9 @@ import importlib.util
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import click
 from rich.console import Console
@@ -26,6 +28,8 @@ from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, run
 
 from . import __version__, limits
 from .analysis import Analysis
+from .cli_common import (QUIET, VERBOSE, fail as _fail, has_verbosity, os_reason, output_console, verbosity,
+                         verbosity_options, verbosity_params, write_output)
 from .errors import InputError, UnknownName
 from .model import json_schema
 from .report import (
@@ -43,8 +47,11 @@ from .report import (
     write_json,
 )
 from .report.atomic import write_atomic
+from .report.cells import CELL_LEGEND
+from .report.html import lead_text
 from .report.visible import visible
 from .runner import Batch, iter_scenario_runs
+from .verdicts import FLAGGED
 
 DEFAULT_RUNTIME = "sandbox"  # real semantics behind Linux namespaces: the embedded default
 EXIT_MISMATCH = 1
@@ -52,17 +59,84 @@ EXIT_BAD_INPUT = 2
 EXIT_NOT_REVALIDATED = 3  # revalidate: some run had no world or hit a harness error; its line says why
 
 
-def _fail(message: str) -> None:
-    """One line on stderr; the message often quotes recorded text, so its control characters show as escapes."""
-    click.echo(f"litmus-replay: error: {visible(message)}", err=True)
-
-
 def _console() -> Console:
-    """A console as wide as the terminal, or wide enough for the table when writing to a pipe or log."""
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=160)
-    return console
+    """A console as wide as the terminal; writing to a pipe or log, wide enough for the table, and never
+    wrapping a line."""
+    return output_console()
+
+
+def _note(text: str) -> None:
+    """A note on stderr, unless ``-q``."""
+    if verbosity() > QUIET:
+        click.echo(visible(f"litmus-replay: note: {text}"), err=True)
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """Click's usage error in the project's one line: the option (or argument) and the problem, and where
+    the command's help is."""
+    ctx = exc.ctx
+    param = getattr(exc, "param", None)
+    if isinstance(exc, click.BadParameter) and param is not None:
+        name = "/".join(param.opts) if isinstance(param, click.Option) else param.human_readable_name
+        if isinstance(exc, click.MissingParameter):
+            problem = f"a required {param.param_type_name}, not given"
+        else:
+            problem = exc.message
+    elif isinstance(exc, click.BadOptionUsage):
+        name, problem = exc.option_name, exc.message.replace(f"Option {exc.option_name!r} ", "")
+    elif isinstance(exc, click.NoSuchOption):
+        name, problem = exc.option_name, "no such option"
+        if exc.possibilities:
+            problem += f"; did you mean {' or '.join(exc.possibilities)}?"
+    else:
+        name, problem = None, exc.format_message()
+    problem = problem.strip().rstrip(".")
+    if problem[:1].isupper() and problem[1:2].islower():
+        problem = problem[0].lower() + problem[1:]
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"{name}: {problem}{where}" if name else f"{problem}{where}"
+
+
+class _OneLineUsageError(click.UsageError):
+    """A usage error said as every other error of the command line is: one line, exit status 2."""
+
+    def show(self, file=None) -> None:
+        _fail(self.message)
+
+
+class _Group(click.Group):
+    """A group whose usage errors (a bad option value, a missing option, an unknown option or command) are
+    one line naming the option and the problem, exit status 2, like every other error; ``--help`` and a
+    bare group's help are click's own. Click shows the error, so ``standalone_mode=False`` callers still
+    get a :class:`click.UsageError` raised."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        with _one_line_usage():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context):
+        with _one_line_usage():
+            return super().invoke(ctx)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Every command takes -q and -v: one that declares neither is given them as the group's (quiet: no
+        notes)."""
+        if not has_verbosity(cmd):
+            cmd.params.extend(verbosity_params())
+        super().add_command(cmd, name)
+
+
+_Group.group_class = _Group
+
+
+@contextmanager
+def _one_line_usage() -> Iterator[None]:
+    try:
+        yield
+    except (_OneLineUsageError, click.exceptions.NoArgsIsHelpError):
+        raise
+    except click.UsageError as exc:
+        raise _OneLineUsageError(_usage_line(exc), exc.ctx) from None
 
 
 class _RateColumn(ProgressColumn):
@@ -106,7 +180,7 @@ def _limit_option(func):
     )(func)
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(_Group):
     """A group whose commands in other modules are imported only when they run (or ``--help`` lists them):
     ``revalidate`` need not import what ``fidelity`` and ``nearmiss`` do (hypothesis, their search code)."""
 
@@ -128,18 +202,23 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="litmus-replay")
+@verbosity_options(verbose="More detail (what each command adds is in its help).")
 def main() -> None:
     """Replay recorded agent trajectories into a stub world and a real world, and score every tool call
-    as a (proposal, commit) pair."""
-    click.get_current_context().call_on_close(_note_plugin_failures)
+    as a (proposal, commit) pair.
+
+    -q and -v go before the command (litmus-replay -q run ...) or after it (litmus-replay run -q ...).
+    NO_COLOR in the environment turns colour off."""
+    ctx = click.get_current_context()
+    ctx.call_on_close(lambda: _note_plugin_failures(verbosity(ctx) > QUIET))
     clean_up_at_exit()  # this process owns its exit: containers go at exit and on SIGTERM too
 
 
-def _note_plugin_failures() -> None:
+def _note_plugin_failures(shown: bool = True) -> None:
     """One note as a command ends for the plug-ins that failed to load and no error has named: what names
     them fails with the reason, everything else works, and the user learns the install is broken."""
     failures = unexplained_failures()
-    if failures:
+    if failures and shown:
         affected = "it" if len(failures) == 1 else "them"
         said = "; ".join(failure.line() for failure in failures)
         click.echo(visible(f"litmus-replay: note: {said}; only what names {affected} is affected"), err=True)
@@ -153,7 +232,7 @@ def _open_runtime(runtime: str) -> Runtime:
         _fail(f"--runtime: {exc}")
         sys.exit(EXIT_BAD_INPUT)
     if opened.notice:
-        click.echo(f"litmus-replay: note: {opened.notice}", err=True)
+        _note(opened.notice)
     return opened
 
 
@@ -173,7 +252,7 @@ def _replay(paths: tuple[str, ...], runtime: str, on_run=None) -> Batch:
     return batch
 
 
-@main.command()
+@main.command(epilog=f"The table's cells: {CELL_LEGEND}")
 @_limit_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the whole result as JSON here.")
@@ -182,17 +261,23 @@ def _replay(paths: tuple[str, ...], runtime: str, on_run=None) -> Batch:
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write the run as one Markdown document here.")
 @_runtime_option
-@click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
-def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, markdown_path: str | None, runtime: str,
-        quiet: bool) -> None:
+@verbosity_options(quiet="Print only the summary line, what was written, and errors.",
+                   verbose="Also say under each table why each call got its class, and what the cells mean.")
+def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, markdown_path: str | None,
+        runtime: str) -> None:
     """Replay scenario files (or directories of them) and print each call's pair."""
     console = _console()
+    level = verbosity()
+    shown = []
 
     def show(run: Analysis) -> None:
-        if not quiet:
-            print_trajectory(console, run)
+        if level > QUIET:
+            print_trajectory(console, run, evidence=level >= VERBOSE)
+            shown.append(run)
 
     batch = _replay(paths, runtime, show)
+    if shown and (level >= VERBOSE or console.is_terminal):
+        console.print(Text(f"cells: {CELL_LEGEND}", style="dim"))
     print_run_summary(console, batch.runs, len(batch.errors))
     reports = [
         (json_path, lambda path: write_json(run_document(batch.runs, batch.errors), path)),
@@ -201,11 +286,7 @@ def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, mar
     ]
     for path, write in reports:
         if path:
-            try:
-                write(path)
-            except OSError as exc:
-                _fail(f"{path}: cannot write the report: {exc.strerror or exc}")
-                sys.exit(EXIT_BAD_INPUT)
+            write_output(path, write, "the report")
     written = [path for path, _ in reports if path]
     if written:
         console.print(f"wrote {', '.join(written)}")
@@ -219,29 +300,65 @@ def run(paths: tuple[str, ...], json_path: str | None, html_dir: str | None, mar
 @_limit_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @_runtime_option
-def check(paths: tuple[str, ...], runtime: str) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON instead of lines: {trajectories: [{source, scenario, trajectory, label, revalidated, "
+                   "finding, expectations (met, failed or null when the scenario sets none), problems}], "
+                   "trajectories_checked, met, failed, input_errors: [line]}.")
+@verbosity_options(quiet="Print only the failures and the tally.",
+                   verbose="Also print each trajectory's judgements (the finding, the decisive call, the benchmark's check).")
+def check(paths: tuple[str, ...], runtime: str, as_json: bool) -> None:
     """Validate scenarios and replay them against their expected classes; exit 1 on a mismatch."""
+    level = verbosity()
 
     def show(run: Analysis) -> None:
+        if as_json:
+            return
         label = visible(f"{run.source}: {run.label}")
         revalidated = run.replay.revalidation.revalidated.value
-        if run.problems is None:
-            click.echo(f"{label}: ok (no expectations) — {revalidated}")
-        elif run.problems:
+        if run.problems:
             click.echo(f"{label}: FAILED — " + visible("; ".join(run.problems)))
+        elif level == QUIET:
+            return
+        elif run.problems is None:
+            click.echo(f"{label}: ok (no expectations) — {revalidated}")
         else:
             click.echo(f"{label}: ok — {revalidated}")
+        lead = lead_text(run) if level >= VERBOSE else None
+        if lead:
+            click.echo(visible(f"  = {lead}"))
 
     batch = _replay(paths, runtime, show)
     checked, failed = len(batch.checked), len(batch.failed)
-    tally = [f"{plural(len(batch.runs), 'trajectory')} checked", f"{checked - failed}/{checked} met their expectations"]
-    if batch.errors:
-        tally.append(plural(len(batch.errors), "input error"))
-    click.echo(" · ".join(tally))
+    if as_json:
+        click.echo(json.dumps(_check_document(batch), indent=2, ensure_ascii=False))
+    else:
+        tally = [f"{plural(len(batch.runs), 'trajectory')} checked", f"{checked - failed}/{checked} met their expectations"]
+        if batch.errors:
+            tally.append(plural(len(batch.errors), "input error"))
+        click.echo(" · ".join(tally))
     if batch.errors:
         sys.exit(EXIT_BAD_INPUT)
     if batch.failed:
         sys.exit(EXIT_MISMATCH)
+
+
+def _check_document(batch: Batch) -> dict:
+    """What ``check`` prints, as JSON (``check --json``)."""
+    trajectories = []
+    for run in batch.runs:
+        revalidation = run.replay.revalidation
+        trajectories.append({
+            "source": str(run.source),
+            "scenario": run.replay.scenario,
+            "trajectory": run.replay.trajectory.id,
+            "label": run.label,
+            "revalidated": revalidation.revalidated.value,
+            "finding": revalidation.finding,
+            "expectations": None if run.problems is None else ("failed" if run.problems else "met"),
+            "problems": list(run.problems or []),
+        })
+    return {"trajectories": trajectories, "trajectories_checked": len(batch.runs), "met": len(batch.checked) - len(batch.failed),
+            "failed": len(batch.failed), "input_errors": list(batch.errors)}
 
 
 GRAPH_FORMATS = {
@@ -260,6 +377,7 @@ GRAPH_FORMATS = {
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @_runtime_option
 @click.option("--trajectory", "trajectory_id", metavar="ID", help="Which trajectory, when the scenario holds several.")
+@verbosity_options(quiet="No note of which trajectory was drawn: the graph (or what was written) and errors only.")
 def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_id: str | None) -> None:
     """Replay one scenario and write the causal graph of one of its trajectories."""
     if fmt not in GRAPH_FORMATS:
@@ -279,16 +397,12 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         _fail(f"{scenario}: no trajectory to draw")
         sys.exit(EXIT_BAD_INPUT)
     chosen = runs[0]
-    if len(runs) > 1:
+    if len(runs) > 1 and verbosity() > QUIET:
         click.echo(visible(f"litmus-replay: {scenario} holds {len(runs)} trajectories; drawing {chosen.label} "
                            f"(choose with --trajectory: {', '.join(run.replay.trajectory.id for run in runs)})"), err=True)
     text = GRAPH_FORMATS[fmt](chosen)
     if output:
-        try:
-            write_atomic(output, text)
-        except OSError as exc:
-            _fail(f"{output}: cannot write the graph: {exc.strerror or exc}")
-            sys.exit(EXIT_BAD_INPUT)
+        write_output(output, lambda path: write_atomic(path, text), "the graph")
         click.echo(f"wrote {output} ({fmt}: {chosen.label}, {plural(len(chosen.replay.calls), 'call')})", err=True)
     else:
         click.echo(text, nl=False)
@@ -306,7 +420,7 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
         sys.exit(EXIT_BAD_INPUT)
 
 
-@main.command("revalidate")
+@main.command("revalidate", epilog=f"The pages' call tables (--reports): {CELL_LEGEND}")
 @_limit_option
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("--worlds", "worlds_dir", type=click.Path(),
@@ -333,6 +447,8 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
               help="What the recorded verdicts judged where a run's file does not say it: proposal_time (a harness "
                    "scored the proposed calls; over- and under-penalised findings apply) or state_based (a check "
                    "of the environment after the run).")
+@verbosity_options(quiet="No progress bar and no notes: the table, its findings and errors only.",
+                   verbose="Also list every flagged run (its finding and why) under the table.")
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, task_key: str | None, runtime: str,
                        jobs: int, executor: str, scheduler: str | None, out_dir: str, reports: str,
                        no_reports: bool, benchmark_version: str | None, original_kind: str | None) -> None:
@@ -346,15 +462,16 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     from . import batch
 
     console = _console()
+    level = verbosity()
     bar = Progress(TextColumn("revalidating"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=False, disable=level == QUIET)
     task = bar.add_task("runs", total=None)
     input_errors: list[batch.ResultLine] = []
     missing_worlds: list[batch.ResultLine] = []  # the first run without a world, to say what it tried
 
     def start(total: int, done: int) -> None:
         bar.update(task, total=total, completed=done)
-        if done:
+        if done and level > QUIET:
             bar.console.print(f"resuming {out_dir}: {done} of {plural(total, 'run')} already done there, "
                               f"{total - done} new to replay", soft_wrap=True)
 
@@ -377,7 +494,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     _check_benchmark_options(benchmark_version)
 
     def notice(text: str) -> None:
-        bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
+        if level > QUIET:
+            bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
 
     hooks.notice = notice
     hooks.begin = bar.start  # not before: bad input is one line, with no bar above it
@@ -400,9 +518,17 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
         _fail(f"--runtime: {exc}")
         sys.exit(EXIT_BAD_INPUT)
     except OSError as exc:  # an output path that cannot be written, a scheduler that does not answer
-        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
+        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {os_reason(exc)}")
         sys.exit(EXIT_BAD_INPUT)
     print_revalidation(console, summary)
+    flagged = []  # with -v: every flagged run of the batch (an earlier, resumed run's too), in the batch's order
+    if level >= VERBOSE:
+        flagged = [line for line in batch.iter_results(Path(out_dir) / "results.jsonl") if line.finding in FLAGGED]
+    if flagged:
+        console.print(Text(f"flagged runs ({len(flagged)}):"))
+        for line in flagged:
+            console.print(Text(visible(f"  {line.run}: {line.finding}" + (f" — {line.detail}" if line.detail else "")
+                                       + (f" (page: {Path(out_dir) / line.report})" if line.report else ""))))
     for line in input_errors:
         error = line.error or "unreadable"
         _fail(error if error.startswith(line.file) else f"{line.file}: {error}")
@@ -413,8 +539,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
               f"re-validated (missing world or harness error); see {Path(out_dir) / 'results.jsonl'}, and re-run to retry them")
         for line in missing_worlds:
             worlds = worlds_dir or "WORLDS"
-            click.echo(f"litmus-replay: note: run {line.run}: {line.error}; a worlds file to start from: "
-                       f"litmus-replay init-world {line.file} -o {Path(worlds) / 'NEW.yaml'}", err=True)
+            _note(f"run {line.run}: {line.error}; a worlds file to start from: "
+                  f"litmus-replay init-world {line.file} -o {Path(worlds) / 'NEW.yaml'}")
         sys.exit(EXIT_NOT_REVALIDATED)
 
 
@@ -441,7 +567,7 @@ def report_command(run_id: str, out_dir: str, worlds_dir: str | None, runtime: s
         _fail(exc.line())
         sys.exit(EXIT_BAD_INPUT)
     except OSError as exc:
-        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
+        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {os_reason(exc)}")
         sys.exit(EXIT_BAD_INPUT)
     click.echo(str(path))
 
@@ -451,6 +577,7 @@ def report_command(run_id: str, out_dir: str, worlds_dir: str | None, runtime: s
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--format", "fmt", default="inspect", show_default=True, help="native, openai-chat or inspect.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="A new or empty directory.")
+@verbosity_options(verbose="Also list the planted over- and under-penalised runs.")
 def corpus(count: int, seed: int, fmt: str, out_dir: str) -> None:
     """Write a corpus of runs in a foreign format, with their worlds and the planted ground truth
     (manifest.json): in the proportions of the seed study, 37 over- and 9 under-penalised per 1,200."""
@@ -465,12 +592,16 @@ def corpus(count: int, seed: int, fmt: str, out_dir: str) -> None:
         _fail(f"--format: {exc}")
         sys.exit(EXIT_BAD_INPUT)
     except OSError as exc:
-        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {exc.strerror or exc}")
+        _fail(f"{getattr(exc, 'filename', None) or out_dir}: {os_reason(exc)}")
         sys.exit(EXIT_BAD_INPUT)
     click.echo(
         f"wrote {count} runs ({fmt}) to {out_dir}: {len(manifest.over_penalised)} over-penalised, "
         f"{len(manifest.under_penalised)} under-penalised planted; worlds in {out_dir}/worlds, truth in manifest.json"
     )
+    if verbosity() >= VERBOSE:
+        for finding, planted in (("over_penalised", manifest.over_penalised), ("under_penalised", manifest.under_penalised)):
+            for run_id in planted:
+                click.echo(f"  {finding}: {run_id}")
 
 
 @main.command()
@@ -490,17 +621,23 @@ def schema(what: str, output: str | None) -> None:
 
         text = schema_text(what)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, lambda path: write_atomic(path, text), "the schema")
     else:
         click.echo(text, nl=False)
 
 
 @main.command()
 @click.argument("domains", nargs=-1)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: domain -> tool -> arguments.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: {domain: {tool: [{name, required, default}] or null when the tool takes any "
+                   "arguments}}.")
+@verbosity_options(quiet="No note on the domains that cannot run here.")
 def tools(domains: tuple[str, ...], as_json: bool) -> None:
-    """List every domain tool with its arguments (optional ones with their default), to write bindings."""
-    from .tools import all_tools, tool_arguments
+    """List every domain tool with its arguments (optional ones with their default), to write bindings.
+
+    A domain that cannot run here (a bridge whose benchmark's package is not installed) is listed as
+    unavailable, its tools without their arguments, and a note says what it needs."""
+    from .tools import all_tools, domain_unavailable, tool_arguments
 
     found = all_tools()
     unknown = sorted(set(domains) - set(found))
@@ -514,6 +651,7 @@ def tools(domains: tuple[str, ...], as_json: bool) -> None:
         domain: {tool: tool_arguments(method) for tool, method in sorted(methods.items())}
         for domain, methods in chosen.items()
     }
+    unavailable = {domain: why for domain in chosen if (why := domain_unavailable(domain))}
     if as_json:
         document = {
             domain: {tool: None if args is None else [{"name": a.name, "required": a.required, "default": a.default}
@@ -522,12 +660,17 @@ def tools(domains: tuple[str, ...], as_json: bool) -> None:
             for domain, entries in listing.items()
         }
         click.echo(json.dumps(document, indent=2, default=str))
-        return
-    for domain, entries in listing.items():
-        click.echo(f"{domain}:")
-        for tool, args in entries.items():
-            shown = "**any" if args is None else ", ".join(str(arg) for arg in args)
-            click.echo(f"  {tool}({shown})")
+    else:
+        for domain, entries in listing.items():
+            click.echo(f"{domain}:" + (" (unavailable here)" if domain in unavailable else ""))
+            for tool, args in entries.items():
+                shown = "**any" if args is None else ", ".join(str(arg) for arg in args)
+                click.echo(f"  {tool}({shown})")
+    by_reason: dict[str, list[str]] = {}
+    for domain, why in unavailable.items():
+        by_reason.setdefault(why, []).append(domain)
+    for why, names in by_reason.items():
+        _note(f"{', '.join(names)}: unavailable here, so their tools are listed without their arguments: {why}")
 
 
 @main.group()

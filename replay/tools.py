@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from litmus_replay.envs.domain import domain_class, domain_names
 
-__all__ = ["Argument", "all_tools", "tool_arguments", "world_tools"]
+__all__ = ["Argument", "all_tools", "domain_unavailable", "tool_arguments", "world_tools"]
 
 
 def world_tools(world: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
@@ -37,6 +37,19 @@ def all_tools() -> dict[str, dict[str, Callable[..., Any]]]:
             except LookupError:
                 continue
     return found
+
+
+def domain_unavailable(name: str) -> str | None:
+    """Why a registered domain cannot run in this Python, in words, or None: a domain class may say so with
+    a static ``unavailable()`` (a bridge whose benchmark's package is not installed; its tools, named
+    statically, are listed all the same, without their arguments)."""
+    for semantics in ("real", "stub"):
+        try:
+            check = getattr(domain_class(name, semantics), "unavailable", None)
+        except LookupError:
+            continue
+        return check() if callable(check) else None
+    return None
 
 
 @dataclass(frozen=True)

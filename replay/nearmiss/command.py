@@ -12,6 +12,7 @@ import click
 from litmus_replay.envs import RuntimeUnavailable
 from litmus_replay.envs.runtime import Runtime, UnknownRuntime, get_runtime, runtime_names
 
+from ..cli_common import QUIET, os_reason, verbosity, verbosity_options
 from ..errors import InputError, ScenarioError
 from ..scenario import SCENARIO_SUFFIXES, find_scenarios
 from .search import DEFAULT_COUNT, DEFAULT_TRIES, Search
@@ -65,6 +66,7 @@ def generate(seeds: list[Seed], out: Path, count: int = DEFAULT_COUNT, tries: in
 @click.option("--worlds", "worlds_dir", type=click.Path(),
               help="Worlds directory for run files (as revalidate's); world providers such as AgentDojo's answer too.")
 @click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of run files.")
+@verbosity_options(quiet="Print only the last line (what was written where).")
 def nearmiss_command(scenarios: tuple[str, ...], count: int, tries: int, seed: int, out_dir: str, runtime: str,
                      worlds_dir: str | None, fmt: str) -> None:
     """Mutate each SCENARIO's trajectory (plausibly: every argument one its agent could have produced) and
@@ -95,9 +97,13 @@ def nearmiss_command(scenarios: tuple[str, ...], count: int, tries: int, seed: i
     except (UnknownRuntime, RuntimeUnavailable) as exc:
         _fail(f"--runtime: {exc}")
     with real_runtime:
-        results, document = generate(seeds, out, count, tries, seed, real_runtime)
-    for result in results:
-        click.echo(f"{result.name}: {len(result.mutants)} kept of {result.tried} tried")
-    for line in summary_lines(document):
-        click.echo(line)
+        try:
+            results, document = generate(seeds, out, count, tries, seed, real_runtime)
+        except OSError as exc:
+            _fail(f"{getattr(exc, 'filename', None) or out}: cannot write the scenarios: {os_reason(exc)}")
+    if verbosity() > QUIET:
+        for result in results:
+            click.echo(f"{result.name}: {len(result.mutants)} kept of {result.tried} tried")
+        for line in summary_lines(document):
+            click.echo(line)
     click.echo(f"wrote {document['mutants']} scenarios and summary.json to {out}")
