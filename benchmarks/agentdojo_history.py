@@ -1,0 +1,373 @@
+"""Re-validating AgentDojo's published history on distinct runs: litmus-replay's whole pipeline against
+AgentDojo's own re-grading of the same runs, CPU per run side by side.
+
+    python benchmarks/agentdojo_history.py [--jobs 2] [--runs DIR] [--with-older] [--limit N]
+                                           [--runtime inprocess]
+
+The runs are the 2,000 real published run logs in ``agentdojo-runs-more/`` (drawn at random from the
+36,679 AgentDojo published, every pipeline, suite and attack type; a fixture kept beside the checkout, in
+``shared/fixtures/external/``), each a different run: no copies, so no cache fed by a repeated run
+flatters the figure (``agentdojo_revalidate.py`` lays out the same 160 runs many times over).
+``--with-older`` adds the 160 older runs of ``agentdojo-runs/`` beside them; ``--limit N`` takes the first
+N files in sorted order, for a quick look: litmus-replay's start (each process importing agentdojo, each
+worker building its environments, several seconds of CPU in all) then outweighs the runs, so only the
+whole set's ratios say anything.
+
+Two measurements, one after the other, in one invocation:
+
+1. litmus-replay: ``litmus-replay revalidate RUNS --format agentdojo --out OUT --jobs J --reports none
+   --runtime inprocess`` as a whole process (interpreter start, importing agentdojo and parsing its suites
+   in every worker, discovery, both worlds, policy, scoring, results and summary all counted). CPU is the
+   user + system time of the process and every process it started, from ``RUSAGE_CHILDREN`` around it
+   (rusage counts the descendants that were waited for: the pool's workers are; the tree is also sampled
+   with psutil, where installed, and the lower bound it saw is printed beside, as a check); cores busy
+   is CPU over wall time; the largest process is the largest peak resident set of any of them.
+   AgentDojo's worlds run in process under every runtime; naming ``inprocess`` spares the notes saying so.
+2. AgentDojo's own re-grading, as the benchmark's maintainers would re-score these logs, in this process:
+   the suites of every benchmark version needed are loaded first (not counted); then per run, counted with
+   ``time.process_time``: read the log, ``suite.load_and_inject_default_environment(injections)``, the user
+   task's ``init_environment``, a deep copy as the pre-environment, every recorded tool call through
+   ``FunctionsRuntime(suite.tools).run_function``, then ``TaskSuite._check_task_result`` for the user task's
+   utility and the injection task's security with the run's final answer and its calls, as
+   ``run_task_with_pipeline`` does. The version is the one the run records, else the one litmus-replay's
+   bridge infers (chosen before the clock starts). How often the re-graded checks equal the recorded ones
+   is printed, as AgentDojo's ``benchmark.py`` scores them (a run that recorded an error is left out, a
+   denial-of-service attack's security is ``not utility``, an unattacked run's security is true by
+   construction): a check that re-grades differently is counted, not an error.
+
+The first row is the ratio litmus-replay CPU per run / AgentDojo CPU per run. Goal (issue 27): at most
+0.35, both cores busy with ``--jobs 2``, the largest process under 250 MB. Most of AgentDojo's time is
+building each run's environment (its whole YAML file parsed again with the run's injections); the row
+below leaves that out, for reference: litmus-replay against AgentDojo's calls and checks alone. Absolute
+times drift threefold between machines of this kind (and with other work on the same machine: the load
+average before each measurement is printed beside it), so the ratios come first; runs/s and the projected
+time for all 36,679 published runs follow. Nothing is asserted on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from _orphans import adopt_orphans, reap_orphans
+
+EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "external"
+RUNS = EXTERNAL / "agentdojo-runs-more"
+OLDER = "agentdojo-runs"  # the 160 older runs, beside RUNS
+PUBLISHED_RUNS = 36_679
+GOAL_RATIO, GOAL_MB = 0.35, 250
+SAMPLE_EVERY = 0.25  # seconds between samples of the litmus-replay process tree
+
+_COMPILE = """
+import compileall, importlib, os
+for name in ("replay", "envs", "adapters"):
+    compileall.compile_dir(os.path.dirname(importlib.import_module("litmus_replay." + name).__file__), quiet=1)
+"""
+
+
+def checkout() -> str:
+    """The commit litmus-replay runs from, and whether its files differ from it (a checkout), else its version."""
+    import litmus_replay
+
+    where = Path(litmus_replay.__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(where), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"litmus-replay {getattr(litmus_replay, '__version__', '?')}"
+    return f"litmus-replay at {commit}" + (" with local changes" if changed else "")
+
+
+def load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def select(directories: list[Path], limit: int | None) -> list[tuple[Path, Path]]:
+    """(file, where it goes in the batch) of every run log, directories in order, files sorted; the first
+    ``limit`` of them."""
+    chosen = []
+    for directory in directories:
+        for path in sorted(directory.rglob("*.json")):
+            chosen.append((path, Path(directory.name) / path.relative_to(directory)))
+    return chosen[:limit] if limit else chosen
+
+
+def lay_out(chosen: list[tuple[Path, Path]], target: Path) -> list[Path]:
+    """Copy the chosen logs under ``target`` (so the batch sees these files and nothing else)."""
+    files = []
+    for source, relative in chosen:
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+        files.append(destination)
+    return files
+
+
+def cpu_of_children() -> tuple[float, float]:
+    """CPU seconds (user + system) of the waited-for descendants, and their largest peak RSS in MB."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+# --- 1. litmus-replay's whole pipeline ---------------------------------------------------------------
+
+
+def litmus(runs: Path, out: Path, jobs: int, runtime: str) -> dict[str, Any]:
+    """Wall, CPU and largest RSS of one whole ``revalidate`` process, its summary, and what sampling the
+    process tree saw (a lower bound on its CPU: each process's time at its last sample)."""
+    command = [sys.executable, "-m", "litmus_replay", "revalidate", str(runs), "--format", "agentdojo",
+               "--out", str(out), "--jobs", str(jobs), "--reports", "none", "--runtime", runtime, "--quiet"]
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    before, _ = cpu_of_children()
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen: dict[int, float] = {}
+    if psutil is not None:
+        root = psutil.Process(process.pid)
+        while process.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                break
+            for member in tree:
+                try:
+                    times = member.cpu_times()
+                except psutil.Error:
+                    continue
+                seen[member.pid] = max(seen.get(member.pid, 0.0), times.user + times.system)
+            try:
+                process.wait(timeout=SAMPLE_EVERY)  # returns at once when it ends: the wall time stays exact
+            except subprocess.TimeoutExpired:
+                pass
+    stderr = process.communicate()[1].decode(errors="replace")
+    wall = time.perf_counter() - started
+    reap_orphans()  # anything the batch left behind: its CPU counts too
+    cpu, largest = cpu_of_children()
+    if process.returncode not in (0, 3):  # 3: some run had no world or a harness error, reported in the summary
+        raise SystemExit(f"revalidate: exit {process.returncode}: {stderr.strip().splitlines()[-3:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    return {"wall": wall, "cpu": cpu - before, "largest_mb": largest, "summary": summary,
+            "sampled_cpu": sum(seen.values()) if seen else None, "sampled_processes": len(seen),
+            "sampled_batch": seen.get(process.pid, 0.0),
+            "sampled_workers": sorted((cpu for pid, cpu in seen.items() if pid != process.pid), reverse=True)}
+
+
+# --- 2. AgentDojo's own re-grading -------------------------------------------------------------------
+
+
+def prepare(files: list[Path]) -> tuple[list[tuple[Path, dict[str, Any] | None]], list[str]]:
+    """Each run's suite, tasks and version, as litmus-replay's bridge maps them (None: no version has it);
+    every suite of those versions loaded, its environment built once (AgentDojo caches the files it reads).
+    Not counted: a maintainer re-grading knows the version and loads the suites once."""
+    from litmus_replay.adapters import load_trajectories
+    from litmus_replay.envs.bridges import agentdojo as bridge
+    from litmus_replay.replay.bridges.agentdojo import run_coordinates
+    from litmus_replay.replay.worlds import NoWorld
+
+    plans: list[tuple[Path, dict[str, Any] | None]] = []
+    tasks: dict[tuple[str, str], tuple[Any, dict[str, Any], dict[str, Any]]] = {}
+    for path in files:
+        try:
+            (trajectory,) = load_trajectories(path, "agentdojo")
+            where = run_coordinates(trajectory)
+        except (NoWorld, ValueError) as exc:
+            plans.append((path, {"skip": str(exc)}))
+            continue
+        key = (where["version"], where["suite"])
+        if key not in tasks:
+            suite = bridge.suite_for(*key)
+            suite.load_and_inject_default_environment({})  # reads and caches the suite's files
+            tasks[key] = (suite, suite.user_tasks, suite.injection_tasks)
+        suite, user_tasks, injection_tasks = tasks[key]
+        user_task = user_tasks.get(where["user_task"]) or injection_tasks.get(where["user_task"])
+        injection_task = injection_tasks.get(where["injection_task"]) if where["injection_task"] else None
+        if user_task is None or (where["injection_task"] and injection_task is None):
+            plans.append((path, {"skip": "task not in the suite"}))
+            continue
+        plans.append((path, {"suite": suite, "user_task": user_task, "injection_task": injection_task}))
+    return plans, sorted({version for version, _ in tasks})
+
+
+def model_output(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The final answer as AgentDojo's checks take it (content blocks); none when the run did not end on one."""
+    if not messages or messages[-1].get("role") != "assistant":
+        return []
+    content = messages[-1].get("content")
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}]
+    return [block for block in content if isinstance(block, dict) and "content" in block]
+
+
+def regrade(plans: list[tuple[Path, dict[str, Any] | None]]) -> dict[str, Any]:
+    """AgentDojo's own re-grading of every run, CPU per stage (``time.process_time``), and its agreement
+    with the recorded checks."""
+    from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+    from agentdojo.base_tasks import BaseUserTask
+    from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+
+    from litmus_replay.adapters.agentdojo import is_dos_attack
+
+    clock = time.process_time
+    spent = dict.fromkeys(("read", "environment", "calls", "checks", "formatting"), 0.0)
+    agree = {"utility": [0, 0], "security": [0, 0]}
+    graded = skipped = check_errors = calls_made = 0
+    started = time.perf_counter()
+    for path, plan in plans:
+        if plan is None or "skip" in plan:
+            skipped += 1
+            continue
+        suite, user_task, injection_task = plan["suite"], plan["user_task"], plan["injection_task"]
+        t0 = clock()
+        run = json.loads(path.read_bytes())
+        messages = run.get("messages") or []
+        trace = [FunctionCall.model_validate(call) for message in messages if message.get("role") == "assistant"
+                 for call in message.get("tool_calls") or []]
+        output = model_output(messages)
+        t1 = clock()
+        environment = suite.load_and_inject_default_environment(run.get("injections") or {})
+        if isinstance(user_task, BaseUserTask):
+            environment = user_task.init_environment(environment)
+        pre_environment = environment.model_copy(deep=True)
+        runtime = FunctionsRuntime(suite.tools)
+        t2 = clock()
+        formatting = 0.0
+        for call in trace:
+            result, _ = runtime.run_function(environment, call.function, call.args)
+            before_format = clock()
+            tool_result_to_str(result)  # what the agent was shown: not part of re-grading, timed apart
+            formatting += clock() - before_format
+        t3 = clock()
+        checks: dict[str, bool | None] = {}
+        for name, task in (("utility", user_task), ("security", injection_task)):
+            if task is None:
+                continue
+            try:
+                checks[name] = bool(suite._check_task_result(task, output, pre_environment, environment, trace))
+            except Exception:  # a check that crashes on a re-graded state: counted, not fatal
+                checks[name] = None
+                check_errors += 1
+        t4 = clock()
+        spent["read"] += t1 - t0
+        spent["environment"] += t2 - t1
+        spent["calls"] += t3 - t2 - formatting
+        spent["formatting"] += formatting
+        spent["checks"] += t4 - t3
+        graded += 1
+        calls_made += len(trace)
+        # agreement, as AgentDojo's benchmark.py scores a run
+        if run.get("error"):
+            continue
+        if is_dos_attack(run.get("attack_type")) and isinstance(checks.get("utility"), bool):
+            checks["security"] = not checks["utility"]
+        for name in ("utility", "security"):
+            if name == "security" and not run.get("injection_task_id"):
+                continue
+            if isinstance(run.get(name), bool) and name in checks:
+                agree[name][1] += 1
+                agree[name][0] += checks[name] == run[name]
+    wall = time.perf_counter() - started
+    cpu = sum(value for key, value in spent.items() if key != "formatting")
+    return {"wall": wall, "cpu": cpu, "spent": spent, "graded": graded, "skipped": skipped, "agree": agree,
+            "check_errors": check_errors, "calls": calls_made,
+            "largest_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+# --- report ------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=RUNS, help="directory of AgentDojo run logs")
+    parser.add_argument("--with-older", action="store_true", help=f"also the runs in {OLDER}/ beside --runs")
+    parser.add_argument("--limit", type=int, help="only the first N run files, in sorted order")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--runtime", default="inprocess")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    adopt_orphans()
+    directories = [args.runs.resolve()] + ([args.runs.resolve().parent / OLDER] if args.with_older else [])
+    for directory in directories:
+        if not directory.is_dir():
+            raise SystemExit(f"no such directory of runs: {directory}")
+    chosen = select(directories, args.limit)
+    print("# agentdojo_history.py " + " ".join(sys.argv[1:]))
+    print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; runs: "
+          f"{' + '.join(d.name + '/' for d in directories)} ({len(chosen):,} distinct run logs"
+          f"{f', the first {args.limit}' if args.limit else ''}); {checkout()}; bytecode compiled first")
+    subprocess.run([sys.executable, "-c", _COMPILE], check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
+    with tempfile.TemporaryDirectory() as tmp:
+        files = lay_out(chosen, Path(tmp) / "runs")
+        litmus_load = load()
+        ours = litmus(Path(tmp) / "runs", Path(tmp) / "out", args.jobs, args.runtime)
+        plans, versions = prepare(files)
+        dojo_load = load()
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # a check or two prints
+            theirs = regrade(plans)
+    summary = ours["summary"]
+    runs = summary.get("runs", len(files))
+    litmus_ms = 1000 * ours["cpu"] / max(runs, 1)
+    dojo_ms = 1000 * theirs["cpu"] / max(theirs["graded"], 1)
+    rate = runs / ours["wall"]
+    busy = ours["cpu"] / ours["wall"]
+    print(f"# litmus-replay: litmus-replay revalidate RUNS --format agentdojo --out OUT --jobs {args.jobs} "
+          f"--reports none --runtime {args.runtime} (a whole process); AgentDojo: its own re-grading in one "
+          f"process, suites of {', '.join(versions)} loaded first")
+    print()
+    print(f"{'ratio':44} {'value':>7}  goal")
+    print(f"{'litmus-replay CPU / AgentDojo CPU, per run':44} {litmus_ms / dojo_ms:7.2f}  <= {GOAL_RATIO}")
+    without = dojo_ms - 1000 * theirs["spent"]["environment"] / max(theirs["graded"], 1)
+    label = "  the same, AgentDojo's environment left out"
+    print(f"{label:44} {litmus_ms / without:7.2f}  (for reference: its calls and checks alone)")
+    print(f"{'cores busy (litmus-replay CPU / wall)':44} {busy:7.2f}  {args.jobs} (--jobs {args.jobs})")
+    print(f"{'largest process MB (litmus-replay)':44} {ours['largest_mb']:7.0f}  < {GOAL_MB}")
+    print()
+    print(f"{'':26} {'runs':>5} {'wall s':>7} {'runs/s':>7} {'CPU s':>7} {'CPU ms/run':>10} {'cores busy':>10} "
+          f"{'largest MB':>10}  load average before (1, 5, 15 min)")
+    print(f"{'litmus-replay revalidate':26} {runs:5} {ours['wall']:7.2f} {rate:7.1f} {ours['cpu']:7.2f} "
+          f"{litmus_ms:10.2f} {busy:10.2f} {ours['largest_mb']:10.0f}  {litmus_load}")
+    print(f"{'AgentDojo re-grading':26} {theirs['graded']:5} {theirs['wall']:7.2f} "
+          f"{theirs['graded'] / theirs['wall']:7.1f} {theirs['cpu']:7.2f} {dojo_ms:10.2f} "
+          f"{theirs['cpu'] / theirs['wall']:10.2f} {theirs['largest_mb']:10.0f}  {dojo_load}")
+    print()
+    print(f"the {PUBLISHED_RUNS:,} published runs at {rate:.1f} runs/s ({args.jobs} jobs): "
+          f"{PUBLISHED_RUNS / rate / 60:.1f} min")
+    per_run = {key: 1000 * value / max(theirs["graded"], 1) for key, value in theirs["spent"].items()}
+    print(f"AgentDojo per run: read the log {per_run['read']:.2f} ms + environment {per_run['environment']:.2f} ms "
+          f"+ {theirs['calls'] / max(theirs['graded'], 1):.1f} calls {per_run['calls']:.2f} ms + checks "
+          f"{per_run['checks']:.2f} ms = {dojo_ms:.2f} ms (formatting the calls' answers as the agent saw them, "
+          f"not counted: {per_run['formatting']:.2f} ms)")
+    rates = ", ".join(f"{name} {agree}/{total}" for name, (agree, total) in theirs["agree"].items())
+    print(f"AgentDojo's re-grading agrees with the recorded checks: {rates}; {theirs['check_errors']} checks "
+          f"raised; {theirs['skipped']} runs not re-graded (no version has their tasks)")
+    agreement = (summary.get("checks") or {}).get("agreement") or {}
+    print("litmus-replay's agreement (its summary): "
+          + ", ".join(f"{name} {entry['agree']}/{entry['runs']}" for name, entry in sorted(agreement.items()))
+          + f"; missing world: {len(summary.get('missing_world') or [])}")
+    if ours["sampled_cpu"] is not None:
+        workers = ", ".join(f"{cpu:.2f}" for cpu in ours["sampled_workers"][:8])
+        print(f"litmus-replay CPU from rusage {ours['cpu']:.2f} s; its process tree sampled every "
+              f"{SAMPLE_EVERY} s saw at least {ours['sampled_cpu']:.2f} s in {ours['sampled_processes']} processes: "
+              f"the batch process {ours['sampled_batch']:.2f} s, workers {workers or 'none'} s")
+
+
+if __name__ == "__main__":
+    main()
