@@ -107,6 +107,18 @@ def _json(value: Any, limit: int = 240) -> str:
     return preview(value, limit)
 
 
+def _policy_line(call: CallReplay) -> str:
+    """The policy's verdicts, said as the policy's (an allow at commit is not the world's answer), with the
+    principal once where both moments have the same."""
+    proposal, commit = call.proposal, call.commit
+    if commit is None:
+        return f"policy: {proposal.policy_verdict} at proposal as {proposal.principal} · no commit"
+    if commit.principal == proposal.principal:
+        return f"policy: {proposal.policy_verdict} at proposal, {commit.policy_verdict} at commit · as {proposal.principal}"
+    return (f"policy: {proposal.policy_verdict} at proposal as {proposal.principal}, {commit.policy_verdict} at commit "
+            f"as {commit.principal}")
+
+
 def _node_title(node: str, attrs: dict[str, Any], call: CallReplay | None) -> str:
     if call is None:
         return f"{node}: {attrs.get('label', 'initial state')}"
@@ -114,9 +126,8 @@ def _node_title(node: str, attrs: dict[str, Any], call: CallReplay | None) -> st
         f"{call.key} · {call.call.tool} · turn {call.turn}",
         f"class: {call.pair.cls.value}" + (f" ({call.pair.reason.value})" if call.pair.reason else ""),
         call.pair.explanation,
-        f"policy at proposal: {call.proposal.policy_verdict} as {call.proposal.principal}"
-        + (f" · policy at commit: {call.commit.policy_verdict} as {call.commit.principal}" if call.commit else " · no commit"),
-        f"stub world: {outcome_cell(call.stub)} · real world: {outcome_cell(call.real)}",
+        _policy_line(call),
+        f"worlds: stub {outcome_cell(call.stub)}, real {outcome_cell(call.real)}",
         "arguments: " + _json(call.call.arguments),
     ]
     if call.call.result is not None:
