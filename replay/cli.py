@@ -65,9 +65,10 @@ def _console() -> Console:
     return output_console()
 
 
-def _note(text: str) -> None:
-    """A note on stderr, unless ``-q``."""
-    if verbosity() > QUIET:
+def _note(text: str, warning: bool = False) -> None:
+    """A note on stderr, unless ``-q``; a ``warning`` (a runtime isolating less than it can, a broken
+    plug-in) is said with ``-q`` too."""
+    if warning or verbosity() > QUIET:
         click.echo(visible(f"litmus-replay: note: {text}"), err=True)
 
 
@@ -209,16 +210,16 @@ def main() -> None:
 
     -q and -v go before the command (litmus-replay -q run ...) or after it (litmus-replay run -q ...).
     NO_COLOR in the environment turns colour off."""
-    ctx = click.get_current_context()
-    ctx.call_on_close(lambda: _note_plugin_failures(verbosity(ctx) > QUIET))
+    click.get_current_context().call_on_close(_note_plugin_failures)
     clean_up_at_exit()  # this process owns its exit: containers go at exit and on SIGTERM too
 
 
-def _note_plugin_failures(shown: bool = True) -> None:
+def _note_plugin_failures() -> None:
     """One note as a command ends for the plug-ins that failed to load and no error has named: what names
-    them fails with the reason, everything else works, and the user learns the install is broken."""
+    them fails with the reason, everything else works, and the user learns the install is broken (-q
+    too: it is a warning, not detail)."""
     failures = unexplained_failures()
-    if failures and shown:
+    if failures:
         affected = "it" if len(failures) == 1 else "them"
         said = "; ".join(failure.line() for failure in failures)
         click.echo(visible(f"litmus-replay: note: {said}; only what names {affected} is affected"), err=True)
@@ -232,7 +233,7 @@ def _open_runtime(runtime: str) -> Runtime:
         _fail(f"--runtime: {exc}")
         sys.exit(EXIT_BAD_INPUT)
     if opened.notice:
-        _note(opened.notice)
+        _note(opened.notice, warning=True)  # a runtime is never weaker silently
     return opened
 
 
@@ -447,7 +448,7 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
               help="What the recorded verdicts judged where a run's file does not say it: proposal_time (a harness "
                    "scored the proposed calls; over- and under-penalised findings apply) or state_based (a check "
                    "of the environment after the run).")
-@verbosity_options(quiet="No progress bar and no notes: the table, its findings and errors only.",
+@verbosity_options(quiet="No progress bar: the table, its findings, errors and warnings only.",
                    verbose="Also list every flagged run (its finding and why) under the table.")
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, task_key: str | None, runtime: str,
                        jobs: int, executor: str, scheduler: str | None, out_dir: str, reports: str,
@@ -493,9 +494,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
     benchmark_version = benchmark_version.strip() if benchmark_version else None
     _check_benchmark_options(benchmark_version)
 
-    def notice(text: str) -> None:
-        if level > QUIET:
-            bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
+    def notice(text: str) -> None:  # what the runtime isolates less than it can: said with -q too
+        bar.console.print(f"litmus-replay: note: {text}", soft_wrap=True, markup=False, highlight=False)
 
     hooks.notice = notice
     hooks.begin = bar.start  # not before: bad input is one line, with no bar above it

@@ -35,7 +35,8 @@ def _set_verbosity(level: int, other: str) -> Callable[[click.Context, click.Par
     return callback
 
 
-QUIET_HELP = "Only the essential result (the last line: a tally, or what was written) and errors: no progress, no notes."
+QUIET_HELP = ("Only the essential result (the last line: a tally, or what was written), errors and warnings (a broken "
+              "plug-in, a runtime isolating less than it can): no progress, no other notes.")
 VERBOSE_HELP = "More detail, where the command has any."
 
 
