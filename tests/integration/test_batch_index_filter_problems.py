@@ -13,7 +13,7 @@ import pytest
 from litmus_replay.replay.batch import as_line, summarise
 from litmus_replay.replay.report.batch_index import write_batch_index
 
-from test_html_report import browser, console_errors  # noqa: F401  (browser: a fixture)
+from test_html_report import _browser, console_errors
 
 LINES = [
     {"run": "r1", "file": "runs.jsonl", "trajectory": "r1", "task": "bank/t1", "original": "tool_misuse", "status": "ok",
@@ -24,15 +24,20 @@ LINES = [
 
 
 @pytest.fixture(scope="module")
+def chromium() -> str:
+    return _browser()
+
+
+@pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("index") / "index.html"
     write_batch_index(path, map(as_line, LINES), summarise(LINES))
     return path
 
 
-def _problem(browser: str, page: Path, profile: Path, fragment: str) -> tuple[str | None, str]:
+def _problem(chromium: str, page: Path, profile: Path, fragment: str) -> tuple[str | None, str]:
     """The problem line's text (None while hidden) and the count of matching runs the page shows."""
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
                f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom",
                page.resolve().as_uri() + fragment]
@@ -45,17 +50,17 @@ def _problem(browser: str, page: Path, profile: Path, fragment: str) -> tuple[st
     return (None if "hidden" in found.group(1) else found.group(2)), matching
 
 
-def test_an_unknown_value_says_so_with_the_valid_ones(browser, index, tmp_path):
-    text, matching = _problem(browser, index, tmp_path / "profile", "#finding=bogus")
+def test_an_unknown_value_says_so_with_the_valid_ones(chromium, index, tmp_path):
+    text, matching = _problem(chromium, index, tmp_path / "profile", "#finding=bogus")
     assert matching == "0 of 2 runs"
     assert text is not None and "unknown value for the filter finding: “bogus”" in text
     assert "over_penalised" in text and "under_penalised" in text and "stands" in text
 
 
-def test_an_unknown_filter_says_so(browser, index, tmp_path):
-    text, matching = _problem(browser, index, tmp_path / "profile", "#findings=over_penalised")
+def test_an_unknown_filter_says_so(chromium, index, tmp_path):
+    text, matching = _problem(chromium, index, tmp_path / "profile", "#findings=over_penalised")
     assert text is not None and "unknown filter “findings”" in text and "class, finding, task, original" in text
-    text, _ = _problem(browser, index, tmp_path / "profile", "#task=bank/t9")
+    text, _ = _problem(chromium, index, tmp_path / "profile", "#task=bank/t9")
     assert text is not None and "valid values: bank/t1, bank/t2" in text
 
 
@@ -63,6 +68,6 @@ def test_an_unknown_filter_says_so(browser, index, tmp_path):
                                              ("#finding=under_penalised", "0 of 2 runs"),  # known, no run has it
                                              ("#class=missing_world&sort=task&desc=1", "0 of 2 runs"),
                                              ("", "2 of 2 runs")])
-def test_a_known_value_shows_no_problem(browser, index, tmp_path, fragment, shown):
-    text, matching = _problem(browser, index, tmp_path / "profile", fragment)
+def test_a_known_value_shows_no_problem(chromium, index, tmp_path, fragment, shown):
+    text, matching = _problem(chromium, index, tmp_path / "profile", fragment)
     assert text is None and matching == shown
