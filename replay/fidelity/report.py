@@ -72,8 +72,8 @@ class FidelityReport:
 # of it: the search rounds and the counting pass draw different sequences, so a divergence one of them met
 # the other may miss.
 SEARCH_ONLY = "< 100 %"
-SEARCH_ONLY_NOTE = (f"{SEARCH_ONLY}: every call counted agreed, but the search found a counterexample for the tool "
-                    "(listed below), so the stub does not always agree")
+SEARCH_ONLY_NOTE = (f"{SEARCH_ONLY}: every call counted agreed, but the search found a counterexample for the tool, "
+                    "so the stub does not always agree")
 
 
 def agreement_cell(agreed: int, calls: int, diverges: bool) -> str:
