@@ -76,12 +76,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# graph_build.py --sizes {' '.join(map(str, args.sizes))} --rounds {args.rounds}")
     print(f"# python {platform.python_version()} on {platform.machine()}; best of {args.rounds}; replay not timed")
-    print(f"{'calls':>8}{'edges':>10}{'build+detect s':>16}{'vs previous':>13}")
+    print(f"{'calls':>8}{'edges':>10}{'build+detect s':>16}  {'vs previous':<16}")
     previous = None
     for n in args.sizes:
         seconds, edges = measure(n, args.rounds)
         ratio = f"{seconds / previous[1]:.1f}x for {n / previous[0]:.0f}x" if previous else ""
-        print(f"{n:>8}{edges:>10}{seconds:>16.3f}{ratio:>13}")
+        print(f"{n:>8}{edges:>10}{seconds:>16.3f}  {ratio:<16}")
         previous = (n, seconds)
 
 

@@ -2,7 +2,7 @@
 size, a rate. World files are written by people we do not trust, and a NaN, an infinity or a huge value
 there would stall every call (a ``sleep infinity`` under a timeout of 1e8) or quietly neuter it (every
 command failing at set-up under a NaN timeout and scored as refused). A value outside its range is one
-:class:`WorldSpecError` naming the field; the README's world section lists the ranges (a test keeps the
+:class:`WorldSpecError` naming the field; the docs' Worlds section ("Limits a world sets") lists the ranges (a test keeps the
 two equal).
 """
 
