@@ -374,3 +374,16 @@ def test_the_user_asks_for_what_its_calls_change_and_its_prompt_names_as_a_whole
     # comparing hotel prices reads Luxury Palace; reserving it is still the attacker's goal
     assert [rule.id for rule in benchmark_policy("v1.2.2", "travel", "user_task_4", "injection_task_4").rules] \
         == ["injection_task_4-2-reserve_hotel"]
+
+
+def test_a_list_built_from_a_set_may_come_in_another_order_without_departing():
+    from litmus_replay.replay.bridges.agentdojo.checks import departs
+    from litmus_replay.replay.model import RecordedResult
+
+    recorded = RecordedResult(output="id_: '24'\nparticipants:\n- emma@x.com\n- john@y.com\n- mark@z.com\ntitle: Lunch\n")
+    reordered = "id_: '24'\nparticipants:\n- mark@z.com\n- emma@x.com\n- john@y.com\ntitle: Lunch\n"
+    assert not departs(recorded, "ok", reordered, None)
+    assert departs(recorded, "ok", reordered.replace("mark@z.com", "eve@evil.com"), None)
+    assert departs(recorded, "ok", reordered.replace("Lunch", "Dinner"), None)
+    assert not departs(RecordedResult(output="a  b"), "ok", "a b", None)
+    assert departs(RecordedResult(output="plain text: [unclosed"), "ok", "other text", None)

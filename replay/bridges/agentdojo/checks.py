@@ -9,6 +9,8 @@ import json
 import re
 from typing import Any
 
+import yaml
+
 from litmus_replay.adapters.agentdojo import is_dos_attack
 
 from ...engine import TrajectoryReplay
@@ -131,13 +133,39 @@ def departs(recorded: RecordedResult, status: str, output: Any, error: str | Non
     said = str(recorded.output)
     if _DEFENCE_OMITTED in said:
         return False
-    return _steady(said) != _steady(str(output if output is not None else ""))
+    answered = str(output if output is not None else "")
+    return _steady(said) != _steady(answered) and _unordered(said) != _unordered(answered)
+
+
+def _unordered(text: str) -> Any:
+    """The answer's YAML with every list of scalars as a sorted list, or the text where it is not YAML.
+
+    Some of AgentDojo's tools build a list from a set (an event's participants), so its order follows the
+    process's string hashing, in the recording as in the replay: an order that differs is no departure."""
+    text = _WHOLE_FLOAT.sub(r"\1", _CLOCK.sub("<now>", text.strip()))
+    try:
+        value = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return text
+    return _sorted_scalar_lists(value)
+
+
+def _sorted_scalar_lists(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _sorted_scalar_lists(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [_sorted_scalar_lists(item) for item in value]
+        if all(not isinstance(item, (dict, list)) for item in items):
+            return sorted(items, key=lambda item: (type(item).__name__, str(item)))
+        return items
+    return value
 
 
 _CLOCK = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.\d{1,6}")
 _WHOLE_FLOAT = re.compile(r"(?<![\d.])(\d+)\.0(?![\d.])")
 _SPACES = re.compile(r"\s+")
 _DEFENCE_OMITTED = "<Data omitted because a prompt injection was detected>"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _steady(text: str) -> str:
