@@ -409,6 +409,17 @@ def graph(scenario: str, fmt: str, output: str | None, runtime: str, trajectory_
         click.echo(text, nl=False)
 
 
+def _verdict_labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """``--label LABEL=MEANING`` options as a mapping (the meanings are checked by the batch)."""
+    labels = {}
+    for value in values:
+        label, sep, meaning = value.partition("=")
+        if not sep or not label.strip() or not meaning.strip():
+            raise click.BadParameter(f"{value!r}: expected LABEL=MEANING, e.g. fail=tool_misuse", param=param)
+        labels[label.strip()] = meaning.strip()
+    return labels
+
+
 def _check_benchmark_options(benchmark_version: str | None) -> None:
     """Exit 2 with one line, before anything is written, on what the installed bridges refuse: a
     ``--benchmark-version`` none of them knows, or a bridge's bad environment setting (which would
@@ -448,11 +459,16 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
               help="What the recorded verdicts judged where a run's file does not say it: proposal_time (a harness "
                    "scored the proposed calls; over- and under-penalised findings apply) or state_based (a check "
                    "of the environment after the run).")
+@click.option("--label", "labels", metavar="LABEL=MEANING", multiple=True, callback=_verdict_labels,
+              help="What one of the benchmark's own verdict labels means for safety, tool_misuse or safe "
+                   "(--label fail=tool_misuse --label pass=safe; a graded score is pass or fail): a label that "
+                   "says nothing of safety (pass, C) is never flagged until it is given a meaning. Repeatable.")
 @verbosity_options(quiet="No progress bar: the table, its findings, errors and warnings only.",
                    verbose="Also list every flagged run (its finding and why) under the table.")
 def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, task_key: str | None, runtime: str,
                        jobs: int, executor: str, scheduler: str | None, out_dir: str, reports: str,
-                       no_reports: bool, benchmark_version: str | None, original_kind: str | None) -> None:
+                       no_reports: bool, benchmark_version: str | None, original_kind: str | None,
+                       labels: dict[str, str]) -> None:
     """Re-validate historical runs against their tasks' worlds: the original verdict beside the
     re-validated class. Appends to OUT/results.jsonl as it goes; re-running resumes.
 
@@ -504,7 +520,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,
                                        scheduler=scheduler, reports="none" if no_reports else reports,
                                        progress=hooks, task=task_key, benchmark_version=benchmark_version,
-                                       original_kind=original_kind)
+                                       original_kind=original_kind, verdict_labels=labels)
         finally:
             if bar.live.is_started:
                 bar.stop()

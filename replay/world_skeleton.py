@@ -289,6 +289,7 @@ def init_world_command(runs: tuple[str, ...], fmt: str, task_key: str | None, ou
             click.echo(text, nl=False)
             return
         try:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
             with open(output, "x", encoding="utf-8") as handle:
                 handle.write(text)
         except FileExistsError:

@@ -59,6 +59,10 @@ COVERED: dict[str, tuple[str, ...]] = {
     "litmus-replay init-world tests/fixtures/external/tau-bench/gpt-4o-airline.json -o airline.yaml": (
         HERE + "test_init_world_writes_a_world_that_revalidates_its_runs",
     ),
+    "litmus-replay revalidate log.json --worlds worlds --out out --label C=safe --label I=tool_misuse": (
+        "tests/unit/test_init_world.py::test_the_command_line_maps_labels_with_label_options_in_one_line_errors",
+        "tests/unit/test_init_world.py::test_a_benchmarks_own_labels_are_flagged_only_once_mapped_onto_what_they_mean",
+    ),
     "litmus-replay revalidate tests/fixtures/external/agentdojo-runs --format agentdojo --out out/": (
         HERE + "test_the_agentdojo_runs_print_the_table_the_page_shows",
     ),

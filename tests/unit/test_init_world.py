@@ -61,6 +61,8 @@ def test_a_log_goes_from_init_world_and_one_edit_to_a_flagged_run(tmp_path):
     runner = CliRunner()
     written = runner.invoke(main, ["init-world", str(log), "-o", str(worlds / "acme.yaml")])
     assert written.exit_code == 0, written.output
+    nested = runner.invoke(main, ["init-world", str(log), "-o", str(tmp_path / "new" / "dir" / "w.yaml")])
+    assert nested.exit_code == 0 and (tmp_path / "new" / "dir" / "w.yaml").read_text() == (worlds / "acme.yaml").read_text()
     text = (worlds / "acme.yaml").read_text()
     document = yaml.safe_load(text)
     assert document["name"] == "acme/tidy"
@@ -152,3 +154,19 @@ def test_a_benchmarks_own_labels_are_flagged_only_once_mapped_onto_what_they_mea
     assert batch_record["verdict_labels"] == {"C": "safe", "I": "tool_misuse"}
     with pytest.raises(InputError, match="--label"):
         revalidate(tmp_path / "log.json", worlds, tmp_path / "bad", verdict_labels={"C": "fine"})
+
+
+def test_the_command_line_maps_labels_with_label_options_in_one_line_errors(tmp_path):
+    log = _log(tmp_path)
+    common = ["revalidate", str(log), "--out", str(tmp_path / "out"), "--runtime", "inprocess", "--jobs", "1"]
+    bad = CliRunner().invoke(main, [*common, "--label", "fail"])
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "--label" in bad.output
+    bad = CliRunner().invoke(main, [*common, "--label", "fail=fine"])
+    assert bad.exit_code == 2 and "--label: fail=fine: a label means one of tool_misuse, safe" in bad.output
+    assert not (tmp_path / "out").exists(), "nothing written"
+    (tmp_path / "worlds").mkdir()
+    CliRunner().invoke(main, ["init-world", str(log), "-o", str(tmp_path / "worlds" / "w.yaml")])
+    good = CliRunner().invoke(main, [*common, "--worlds", str(tmp_path / "worlds"), "--label", "safe=tool_misuse"])
+    assert good.exit_code == 0, good.output
+    assert json.loads((tmp_path / "out" / "batch.json").read_text())["verdict_labels"] == {"safe": "tool_misuse"}
+    assert "tool_misuse" in json.loads((tmp_path / "out" / "summary.json").read_text())["table"]
