@@ -177,7 +177,7 @@ def _limit_option(func):
         metavar="NAME=N",
         expose_value=False,
         callback=_apply_limits,
-        help=f"Raise an input limit ({', '.join(limits.DEFAULTS)}); repeatable. See the README's security model.",
+        help=f"Raise an input limit ({', '.join(limits.DEFAULTS)}); repeatable. See the docs' security model (Input limits).",
     )(func)
 
 
@@ -437,14 +437,17 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("--worlds", "worlds_dir", type=click.Path(),
               help="Directory of world files, by task key (a benchmark with a bridge, such as AgentDojo, needs none).")
-@click.option("--format", "fmt", default="auto", show_default=True, help="Trajectory format of the runs.")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              help="Trajectory format of the runs: auto (each file's own, recognised from its content) or an adapter's "
+                   "name (agentdojo, inspect, tau2-bench, openai-chat, ...; a name no adapter has lists them all).")
 @click.option("--task", "task_key", metavar="KEY",
               help="Task key of the runs whose files name none (Anthropic messages, MCP, OpenTelemetry spans, a "
                    "request body without metadata): their world is the one --worlds names KEY.")
 @_runtime_option
 @click.option("--jobs", default=lambda: os.cpu_count() or 1, show_default="one per CPU", type=click.IntRange(1),
               help="Worker processes.")
-@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where runs replay: a local process pool of --jobs workers, or a Dask cluster (--scheduler).")
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address, with --executor dask.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where results go.")
 @click.option("--reports", "reports", type=click.Choice(["all", "flagged", "none"]), default="flagged", show_default=True,
@@ -565,8 +568,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="The output directory of a `revalidate` batch (holding its results.jsonl).")
 @click.option("--worlds", "worlds_dir", type=click.Path(), help="Worlds directory (default: the batch's).")
-@click.option("--runtime", type=click.Choice(runtime_names()), default=None,
-              help="Runtime for real semantics (default: the batch's).")
+@click.option("--runtime", metavar="NAME", default=None,
+              help=f"Where the real world runs ({', '.join(runtime_names())}; default: the batch's).")
 def report_command(run_id: str, out_dir: str, worlds_dir: str | None, runtime: str | None) -> None:
     """Make one run's HTML page from a batch's results.jsonl, as the batch would have written it: the run
     is read from its file again and replayed against its task's world (with the benchmark version the
@@ -574,6 +577,9 @@ def report_command(run_id: str, out_dir: str, worlds_dir: str | None, runtime: s
     from . import batch
 
     _check_benchmark_options(None)
+    if runtime is not None and runtime not in runtime_names():
+        _fail(f"--runtime: {unknown_runtime(runtime)}")
+        sys.exit(EXIT_BAD_INPUT)
     try:
         path = batch.write_run_page(out_dir, run_id, worlds_dir=worlds_dir, runtime=runtime)
     except (UnknownRuntime, RuntimeUnavailable) as exc:
