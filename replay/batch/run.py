@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -27,6 +28,9 @@ from .summary import Summary
 from .worker import ORIGINAL_KINDS, REPORT_MODES, VERDICT_MEANINGS, close_worker, replay_runs, warm_worker
 
 
+_LOG = logging.getLogger("litmus_replay")
+
+
 @dataclass
 class Progress:
     """Callbacks a front end can hang a progress bar on: ``start`` when a resumed batch knows what is done,
@@ -36,7 +40,9 @@ class Progress:
     start: Callable[[int, int], None] = lambda total, done: None
     advance: Callable[[ResultLine], None] = lambda line: None
     total: Callable[[int], None] = lambda total: None
-    notice: Callable[[str], None] = lambda text: None  # the runtime isolates less here than it can: why
+    # the runtime isolates less here than it can, a benchmark's note: said once per batch; a program that
+    # gives no hook has them as warnings of the "litmus_replay" logger
+    notice: Callable[[str], None] = lambda text: _LOG.warning("%s", text)
     begin: Callable[[], None] = lambda: None  # past every check: the batch has written to its output
 
 

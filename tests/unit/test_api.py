@@ -57,3 +57,12 @@ def test_replay_keeps_a_runtime_the_caller_opened_open():
         second = api.replay_run(scenario.trajectories[0], scenario.task_world, runtime)
     assert first.classes == second.classes
     assert first.problems == [] and second.problems is None  # only a scenario states expectations
+
+
+def test_a_batchs_notes_reach_a_program_as_warnings_of_the_litmus_replay_logger(caplog):
+    from litmus_replay.replay.batch import Progress
+
+    with caplog.at_level("WARNING", logger="litmus_replay"):
+        Progress().notice("the sandbox isolates less here")
+    assert [(record.name, record.getMessage()) for record in caplog.records] == [
+        ("litmus_replay", "the sandbox isolates less here")]
