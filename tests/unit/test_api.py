@@ -66,3 +66,18 @@ def test_a_batchs_notes_reach_a_program_as_warnings_of_the_litmus_replay_logger(
         Progress().notice("the sandbox isolates less here")
     assert [(record.name, record.getMessage()) for record in caplog.records] == [
         ("litmus_replay", "the sandbox isolates less here")]
+
+
+@pytest.mark.slow
+def test_the_readmes_python_example_runs_as_shown(tmp_path, monkeypatch):
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert blocks, "the README shows the API"
+    (tmp_path / "corpus").symlink_to(ROOT / "corpus")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the project's own README
+    assert namespace["summary"].runs == 1200
+    assert sorted(namespace["flagged"]) == namespace["summary"].over_penalised
