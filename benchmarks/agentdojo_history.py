@@ -29,11 +29,13 @@ Two measurements, one after the other, in one invocation:
    task's ``init_environment``, a deep copy as the pre-environment, every recorded tool call through
    ``FunctionsRuntime(suite.tools).run_function``, then ``TaskSuite._check_task_result`` for the user task's
    utility and the injection task's security with the run's final answer and its calls, as
-   ``run_task_with_pipeline`` does. The version is the one the run records, else the one litmus-replay's
-   bridge infers (chosen before the clock starts). How often the re-graded checks equal the recorded ones
-   is printed, as AgentDojo's ``benchmark.py`` scores them (a run that recorded an error is left out, a
-   denial-of-service attack's security is ``not utility``, an unattacked run's security is true by
-   construction): a check that re-grades differently is counted, not an error.
+   ``run_task_with_pipeline`` does (``agentdojo_regrade.py``, which the test of the replayed checks shares).
+   The version is the one litmus-replay replayed the run's checks in (its result line's ``world``), else the
+   one the run records, else the one litmus-replay's bridge infers (chosen before the clock starts). How
+   often the re-graded checks equal the recorded ones is printed, as AgentDojo's ``benchmark.py`` scores
+   them (a run that recorded an error is left out, a denial-of-service attack's security is ``not
+   utility``, an unattacked run's security is true by construction): a check that re-grades differently is
+   counted, not an error.
 
 The first row is the ratio litmus-replay CPU per run / AgentDojo CPU per run. Goal (issue 27): at most
 0.35, both cores busy with ``--jobs 2``, the largest process under 250 MB. Most of AgentDojo's time is
@@ -61,7 +63,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import agentdojo_regrade as regrading
 from _orphans import adopt_orphans, reap_orphans
+from agentdojo_regrade import Plan
 
 EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "external"
 RUNS = EXTERNAL / "agentdojo-runs-more"
@@ -172,99 +176,59 @@ def litmus(runs: Path, out: Path, jobs: int, runtime: str) -> dict[str, Any]:
 # --- 2. AgentDojo's own re-grading -------------------------------------------------------------------
 
 
-def prepare(files: list[Path]) -> tuple[list[tuple[Path, dict[str, Any] | None]], list[str]]:
-    """Each run's suite, tasks and version, as litmus-replay's bridge maps them (None: no version has it);
-    every suite of those versions loaded, its environment built once (AgentDojo caches the files it reads).
-    Not counted: a maintainer re-grading knows the version and loads the suites once."""
-    from litmus_replay.adapters import load_trajectories
-    from litmus_replay.envs.bridges import agentdojo as bridge
-    from litmus_replay.replay.bridges.agentdojo import run_coordinates
+def prepare(files: list[Path], out: Path) -> tuple[list[tuple[Path, Plan | str]], list[str]]:
+    """Each run's suite and tasks in the version litmus-replay replayed its checks in (its result line's
+    ``world``), else the one its bridge maps it to (recorded or inferred); a string says why a run is not
+    re-graded. Every suite of those versions loaded, its environment built once (AgentDojo caches the files
+    it reads). Not counted: a maintainer re-grading knows the version and loads the suites once."""
     from litmus_replay.replay.worlds import NoWorld
 
-    plans: list[tuple[Path, dict[str, Any] | None]] = []
-    tasks: dict[tuple[str, str], tuple[Any, dict[str, Any], dict[str, Any]]] = {}
+    replayed = regrading.replayed_versions(out, Path.cwd())
+    plans: list[tuple[Path, Plan | str]] = []
     for path in files:
-        try:
-            (trajectory,) = load_trajectories(path, "agentdojo")
-            where = run_coordinates(trajectory)
-        except (NoWorld, ValueError) as exc:
-            plans.append((path, {"skip": str(exc)}))
-            continue
-        key = (where["version"], where["suite"])
-        if key not in tasks:
-            suite = bridge.suite_for(*key)
-            suite.load_and_inject_default_environment({})  # reads and caches the suite's files
-            tasks[key] = (suite, suite.user_tasks, suite.injection_tasks)
-        suite, user_tasks, injection_tasks = tasks[key]
-        user_task = user_tasks.get(where["user_task"]) or injection_tasks.get(where["user_task"])
-        injection_task = injection_tasks.get(where["injection_task"]) if where["injection_task"] else None
-        if user_task is None or (where["injection_task"] and injection_task is None):
-            plans.append((path, {"skip": "task not in the suite"}))
-            continue
-        plans.append((path, {"suite": suite, "user_task": user_task, "injection_task": injection_task}))
-    return plans, sorted({version for version, _ in tasks})
+        version = replayed.get(path.resolve())
+        if version is None:
+            try:
+                version = regrading.coordinates(path)["version"]
+            except (NoWorld, ValueError) as exc:
+                plans.append((path, str(exc)))
+                continue
+        plans.append((path, regrading.plan(json.loads(path.read_bytes()), version)))
+    return plans, sorted({plan.version for _, plan in plans if isinstance(plan, Plan)})
 
 
-def model_output(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The final answer as AgentDojo's checks take it (content blocks); none when the run did not end on one."""
-    if not messages or messages[-1].get("role") != "assistant":
-        return []
-    content = messages[-1].get("content")
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "content": content}]
-    return [block for block in content if isinstance(block, dict) and "content" in block]
-
-
-def regrade(plans: list[tuple[Path, dict[str, Any] | None]]) -> dict[str, Any]:
-    """AgentDojo's own re-grading of every run, CPU per stage (``time.process_time``), and its agreement
-    with the recorded checks."""
+def regrade(plans: list[tuple[Path, Plan | str]]) -> dict[str, Any]:
+    """AgentDojo's own re-grading of every run (:mod:`agentdojo_regrade`), CPU per stage
+    (``time.process_time``), and its agreement with the recorded checks."""
     from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
-    from agentdojo.base_tasks import BaseUserTask
-    from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
-
-    from litmus_replay.adapters.agentdojo import is_dos_attack
 
     clock = time.process_time
     spent = dict.fromkeys(("read", "environment", "calls", "checks", "formatting"), 0.0)
     agree = {"utility": [0, 0], "security": [0, 0]}
     graded = skipped = check_errors = calls_made = 0
+    formatting = 0.0
+
+    def answered(result: Any) -> None:  # what the agent was shown: not part of re-grading, timed apart
+        nonlocal formatting
+        before_format = clock()
+        tool_result_to_str(result)
+        formatting += clock() - before_format
+
     started = time.perf_counter()
     for path, plan in plans:
-        if plan is None or "skip" in plan:
+        if isinstance(plan, str):
             skipped += 1
             continue
-        suite, user_task, injection_task = plan["suite"], plan["user_task"], plan["injection_task"]
         t0 = clock()
-        run = json.loads(path.read_bytes())
-        messages = run.get("messages") or []
-        trace = [FunctionCall.model_validate(call) for message in messages if message.get("role") == "assistant"
-                 for call in message.get("tool_calls") or []]
-        output = model_output(messages)
+        run, trace, output = regrading.read(path)
         t1 = clock()
-        environment = suite.load_and_inject_default_environment(run.get("injections") or {})
-        if isinstance(user_task, BaseUserTask):
-            environment = user_task.init_environment(environment)
-        pre_environment = environment.model_copy(deep=True)
-        runtime = FunctionsRuntime(suite.tools)
+        environment, pre_environment = regrading.environments(plan, run.get("injections") or {})
         t2 = clock()
         formatting = 0.0
-        for call in trace:
-            result, _ = runtime.run_function(environment, call.function, call.args)
-            before_format = clock()
-            tool_result_to_str(result)  # what the agent was shown: not part of re-grading, timed apart
-            formatting += clock() - before_format
+        regrading.run_calls(plan, environment, trace, answered)
         t3 = clock()
-        checks: dict[str, bool | None] = {}
-        for name, task in (("utility", user_task), ("security", injection_task)):
-            if task is None:
-                continue
-            try:
-                checks[name] = bool(suite._check_task_result(task, output, pre_environment, environment, trace))
-            except Exception:  # a check that crashes on a re-graded state: counted, not fatal
-                checks[name] = None
-                check_errors += 1
+        checks = regrading.check(plan, output, pre_environment, environment, trace)
+        check_errors += sum(1 for value in checks.values() if value is None)  # counted, not fatal
         t4 = clock()
         spent["read"] += t1 - t0
         spent["environment"] += t2 - t1
@@ -273,17 +237,9 @@ def regrade(plans: list[tuple[Path, dict[str, Any] | None]]) -> dict[str, Any]:
         spent["checks"] += t4 - t3
         graded += 1
         calls_made += len(trace)
-        # agreement, as AgentDojo's benchmark.py scores a run
-        if run.get("error"):
-            continue
-        if is_dos_attack(run.get("attack_type")) and isinstance(checks.get("utility"), bool):
-            checks["security"] = not checks["utility"]
-        for name in ("utility", "security"):
-            if name == "security" and not run.get("injection_task_id"):
-                continue
-            if isinstance(run.get(name), bool) and name in checks:
-                agree[name][1] += 1
-                agree[name][0] += checks[name] == run[name]
+        for name, value in regrading.scored(run, checks).items():  # agreement, as AgentDojo's benchmark.py scores a run
+            agree[name][1] += 1
+            agree[name][0] += value == run[name]
     wall = time.perf_counter() - started
     cpu = sum(value for key, value in spent.items() if key != "formatting")
     return {"wall": wall, "cpu": cpu, "spent": spent, "graded": graded, "skipped": skipped, "agree": agree,
@@ -318,7 +274,7 @@ def main() -> None:
         files = lay_out(chosen, Path(tmp) / "runs")
         litmus_load = load()
         ours = litmus(Path(tmp) / "runs", Path(tmp) / "out", args.jobs, args.runtime)
-        plans, versions = prepare(files)
+        plans, versions = prepare(files, Path(tmp) / "out")
         dojo_load = load()
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # a check or two prints
             theirs = regrade(plans)
