@@ -30,8 +30,12 @@ import functools
 import hashlib
 import json
 import pickle
+import sys
 import threading
+import types
+from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Collection
 
 from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, tool
@@ -93,31 +97,159 @@ def domain_name(suite: str) -> str:
     return f"{PREFIX}{suite}"
 
 
+_MODULES: dict[str, Any] = {}
+_MODULES_LOCK = threading.Lock()
+
+
 def agentdojo_modules() -> dict[str, Any]:
-    """The parts of agentdojo the bridge uses; raises :class:`BridgeUnavailable` with the install line."""
-    try:
-        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
-        from agentdojo.base_tasks import BaseUserTask
-        from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
-        from agentdojo.task_suite.load_suites import get_suites
-        from agentdojo.task_suite.task_suite import read_suite_file
-    except ImportError as exc:
-        raise BridgeUnavailable(f"AgentDojo worlds need the agentdojo package ({exc}); {INSTALL_HINT}") from None
-    return {
-        "tool_result_to_str": tool_result_to_str,
-        "BaseUserTask": BaseUserTask,
-        "FunctionCall": FunctionCall,
-        "FunctionsRuntime": FunctionsRuntime,
-        "get_suites": get_suites,
-        "read_suite_file": read_suite_file,
-    }
+    """The parts of agentdojo the bridge uses, imported once (without its model SDKs: see
+    :func:`_defer_pipelines`); raises :class:`BridgeUnavailable` with the install line."""
+    if _MODULES:
+        return _MODULES
+    with _MODULES_LOCK:
+        if not _MODULES:
+            try:
+                _defer_pipelines()
+                from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+                from agentdojo.base_tasks import BaseUserTask
+                from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+                from agentdojo.task_suite.load_suites import _SUITES, get_suites
+                from agentdojo.task_suite.task_suite import read_suite_file
+            except ImportError as exc:
+                raise BridgeUnavailable(f"AgentDojo worlds need the agentdojo package ({exc}); {INSTALL_HINT}") from None
+            _MODULES.update({
+                "tool_result_to_str": tool_result_to_str,
+                "BaseUserTask": BaseUserTask,
+                "FunctionCall": FunctionCall,
+                "FunctionsRuntime": FunctionsRuntime,
+                "get_suites": get_suites,
+                "read_suite_file": read_suite_file,
+                "versions": _SUITES,
+            })
+    return _MODULES
 
 
 def benchmark_versions() -> list[str]:
     """The benchmark versions the installed agentdojo defines, oldest first."""
-    from agentdojo.task_suite.load_suites import _SUITES
+    return list(agentdojo_modules()["versions"])
 
-    return list(_SUITES)
+
+# --- importing agentdojo without its model SDKs -------------------------------------------------------
+
+# AgentDojo's task suites import three modules of its ``agent_pipeline`` package (the base class of a
+# pipeline element, its errors, the ground-truth pipeline, which formats tool results with
+# ``tool_execution.tool_result_to_str``). Importing any module of a package runs the package's
+# ``__init__`` first, and ``agent_pipeline/__init__`` imports every pipeline AgentDojo has, and with them
+# the SDKs of Anthropic, OpenAI, Google, Cohere and others: 3 to 4 s of CPU in every process that opens an
+# AgentDojo world, for code a replay never runs. ``tool_execution`` itself imports the Google pipeline's
+# module for one string constant, and with it Google's SDK.
+#
+# So these two modules are *deferred*: each is put in ``sys.modules`` before the suites import, as a module
+# object made from its own spec whose code has not run. A deferred package still has its ``__path__``, so
+# its modules import as usual. The first look-up of a name it does not hold runs its code, in that same
+# module object, as the import would have: ``from agentdojo.agent_pipeline import AgentPipeline`` or
+# ``google_llm.GoogleLLM`` later in the process gets the real thing. A deferred module holds beforehand
+# only the constants its own source assigns once at its top level, as literals (``EMPTY_FUNCTION_NAME``),
+# which its code assigns again, equal, when it runs. Where agentdojo was imported already, or is laid
+# out otherwise, nothing is deferred.
+_DEFERRED = ("agentdojo.agent_pipeline", "agentdojo.agent_pipeline.llms.google_llm")
+_DEFER_LOCK = threading.RLock()
+
+
+class _DeferredModule(types.ModuleType):
+    """A module whose code runs at the first look-up of a name it does not hold (see above)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__path__":  # what an import asks of a module (a package holds its own): not a use
+            raise AttributeError(name)
+        _run_deferred(self)
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
+
+    def __dir__(self) -> list[str]:
+        _run_deferred(self)
+        return sorted(self.__dict__)
+
+
+def _run_deferred(module: types.ModuleType) -> None:
+    with _DEFER_LOCK:
+        if type(module) is not _DeferredModule:  # run already (or running, in this thread)
+            return
+        module.__class__ = types.ModuleType
+        if "__builtins__" not in module.__dict__:  # not run by anything else meanwhile (importlib.reload)
+            module.__spec__.loader.exec_module(module)  # type: ignore[union-attr]
+
+
+def _defer_pipelines() -> None:
+    """Defer the modules of :data:`_DEFERRED` before agentdojo's suites import (see above). A deferred module
+    stays in ``sys.modules`` after: the suites' classes refer to it."""
+    if _DEFERRED[0] in sys.modules:
+        return
+    try:
+        for name in _DEFERRED:
+            _defer(name)
+    except Exception:  # agentdojo laid out otherwise: import it as it is
+        pass
+
+
+def _defer(name: str) -> None:
+    import importlib
+    import importlib.util
+
+    if name in sys.modules:
+        return
+    parent_name, _, child = name.rpartition(".")
+    parent = importlib.import_module(parent_name)  # the parent package first, as an import would
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return
+    constants = _literal_constants(spec.origin) if spec.origin and spec.origin.endswith(".py") else {}
+    if constants is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(constants)
+    module.__class__ = _DeferredModule
+    sys.modules[name] = module
+    setattr(parent, child, module)
+
+
+def _literal_constants(path: str) -> dict[str, Any] | None:
+    """The names a module's source binds once at its top level, each to an immutable literal, and their
+    values; None when the source cannot be read."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    bound: Counter[str] = Counter()
+    literals: dict[str, Any] = {}
+    for node in tree.body:
+        for child in ast.walk(node):  # every binding at any depth of a top-level statement (if, try, for, with)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound[child.name] += 1
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                bound[child.id] += 1
+            elif isinstance(child, ast.alias):
+                bound[(child.asname or child.name).split(".")[0]] += 1
+            elif isinstance(child, ast.ExceptHandler) and child.name:
+                bound[child.name] += 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if _immutable(value):
+                literals[node.targets[0].id] = value
+    return {name: value for name, value in literals.items() if bound[name] == 1}
+
+
+def _immutable(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_immutable(item) for item in value)
+    return value is None or type(value) in (str, bytes, int, float, bool, complex)
 
 
 def suite_for(version: str, suite: str) -> Any:

@@ -67,6 +67,61 @@ def test_the_tool_table_is_the_packages_in_every_version():
             assert sorted(f.name for f in bridge.suite_for(version, suite).tools) == sorted(tools), (version, suite)
 
 
+SDKS = ("anthropic", "openai", "google.genai", "cohere")
+
+
+def in_a_fresh_process(code: str) -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_opening_a_world_imports_no_model_sdk_and_agentdojos_pipelines_still_import_whole_later():
+    out = in_a_fresh_process(
+        "import json, sys\n"
+        "from litmus_replay.envs import World\n"
+        "world = World({'agentdojo-banking': {'version': 'v1.1', 'user_task': 'user_task_0'}}, semantics='real')\n"
+        "answer = world.apply({'tool': 'get_most_recent_transactions', 'principal': 'agent', 'params': {'n': 2}})\n"
+        f"before = [m for m in {SDKS!r} if m in sys.modules]\n"
+        "from agentdojo.agent_pipeline import AgentPipeline, ToolsExecutor, tool_execution\n"
+        "from agentdojo.agent_pipeline.llms.google_llm import EMPTY_FUNCTION_NAME, GoogleLLM\n"
+        "import agentdojo.agent_pipeline.llms.google_llm as google_llm\n"
+        "from litmus_replay.envs.bridges import agentdojo as bridge\n"
+        "print(json.dumps({'before': before, 'answer': answer.output,\n"
+        "    'same_function': bridge.agentdojo_modules()['tool_result_to_str'] is tool_execution.tool_result_to_str,\n"
+        "    'constant': [EMPTY_FUNCTION_NAME, tool_execution.EMPTY_FUNCTION_NAME],\n"
+        "    'loaded': [type(sys.modules[name]).__name__ for name in bridge._DEFERRED],\n"
+        "    'classes': [AgentPipeline.__module__, ToolsExecutor.__module__, GoogleLLM.__name__],\n"
+        "    'bound': google_llm is sys.modules['agentdojo.agent_pipeline'].llms.google_llm}))\n")
+    seen = json.loads(out)
+    assert seen["before"] == []  # a replay's world runs none of them
+    assert "amount" in seen["answer"]
+    assert seen["same_function"] is True  # the bridge formats results with AgentDojo's own function
+    assert seen["constant"] == ["<empty-function-name>"] * 2
+    assert seen["loaded"] == ["module", "module"]
+    assert seen["classes"] == ["agentdojo.agent_pipeline.agent_pipeline", "agentdojo.agent_pipeline.tool_execution",
+                               "GoogleLLM"]
+    assert seen["bound"] is True
+
+
+def test_agentdojos_pipelines_imported_first_are_left_as_they_are():
+    out = in_a_fresh_process(
+        "import sys, agentdojo.agent_pipeline as pipeline\n"
+        "from litmus_replay.envs.bridges import agentdojo as bridge\n"
+        "bridge.agentdojo_modules()\n"
+        "print(type(pipeline).__name__, sys.modules['agentdojo.agent_pipeline'] is pipeline, hasattr(pipeline, 'AgentPipeline'))")
+    assert out == "module True True"
+
+
+def test_a_deferred_module_holds_beforehand_only_the_literals_its_source_binds_once(tmp_path):
+    source = tmp_path / "module.py"
+    source.write_text("import os\nNAME = 'x'\nTWICE = 1\nTWICE = 2\nLIST = [1]\nPAIR = ('a', 1)\n"
+                      "COMPUTED = os.sep\ndef f():\n    pass\nf = 3\ntry:\n    CAUGHT = 1\nexcept Exception as CAUGHT:\n"
+                      "    pass\n", encoding="utf-8")
+    assert bridge._literal_constants(str(source)) == {"NAME": "x", "PAIR": ("a", 1)}
+
+
 def shipped_injections() -> list[tuple[str, dict[str, str]]]:
     found = {}
     for path in run_files():
