@@ -38,6 +38,7 @@ path)``, ``sum_by(list, key_path, value_path)``, ``get(value, path, default)``; 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -157,10 +158,23 @@ def _check_size(expression: str, file: str | None, where: str) -> int:
     """Refuse a condition too long or too deeply nested to compile safely; returns its macro depth."""
     if len(expression) > limits.get("cel_length"):
         raise limits.LimitExceeded(file, where, f"a CEL condition of {len(expression)} characters", "cel_length")
-    depth, macro_depth = measure(expression)
+    depth, macro_depth = _measured(expression)
     if depth > limits.get("cel_nesting"):
         raise limits.LimitExceeded(file, where, f"brackets nested {depth} deep", "cel_nesting")
     return macro_depth
+
+
+# A condition's measure and its compiled program, remembered by its text: the policies of a benchmark's runs
+# repeat the same conditions (a world provider compiles one policy per task, from the same few rules).
+_measured = functools.lru_cache(maxsize=4096)(measure)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(expression: str) -> tuple[Any, frozenset[str], frozenset[str] | None]:
+    """A condition's CEL program (shared by every policy that has the condition: a program is only
+    executed), the variables it reads and the tools it can be true for; raises as ``cel.compile`` does."""
+    program = cel.compile(expression)
+    return program, frozenset(program.variables()), guarded_tools(expression)
 
 
 def _longest_collection(values: list[Any]) -> int:
@@ -221,11 +235,11 @@ class Policy:
             seen.add(rule.id)
             macro_depth = _check_size(rule.when, file, f"{where}.when")
             try:
-                program = cel.compile(rule.when)
+                program, variables, tools = _compiled(rule.when)
             except (ValueError, RuntimeError, TypeError) as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise PolicyError(file, f"{where}.when", f"CEL does not compile: {first_line}") from None
-            rules.append(_Rule(rule, program, macro_depth, frozenset(program.variables()), guarded_tools(rule.when)))
+            rules.append(_Rule(rule, program, macro_depth, variables, tools))
         return cls(rules)
 
     def __post_init__(self) -> None:
