@@ -16,6 +16,7 @@ is not judged: what the user asked for would look invented.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterator
 
@@ -116,6 +117,27 @@ def _values(leaf: Any) -> Iterator[str]:
 _DIGIT = re.compile(r"\d")
 
 
+def _read(text: str) -> tuple[str, tuple[float, ...]]:
+    """A source text lower-cased, and the numbers in it; remembered up to a size: the same outputs come back
+    call after call and run after run (a tool's answer, the user's prompt)."""
+    return _reading(text) if len(text) > _REMEMBERED_TEXT else _remembered(text)
+
+
+def _reading(text: str) -> tuple[str, tuple[float, ...]]:
+    numbers: list[float] = []
+    if _DIGIT.search(text):
+        for match in _NUMBER_IN_TEXT.finditer(text):
+            try:
+                numbers.append(float(match.group().replace(",", "")))
+            except ValueError:
+                continue
+    return text.lower(), tuple(numbers)
+
+
+_REMEMBERED_TEXT = 32768  # characters; longer texts are read each time
+_remembered = functools.lru_cache(maxsize=1024)(_reading)
+
+
 class _Sources:
     """Everything the agent had been shown (or had said) so far, lower-cased, for substring tests."""
 
@@ -127,13 +149,10 @@ class _Sources:
         for text in _strings(value, skip):
             if not text:
                 continue
-            self.texts.append(text.lower())
-            if len(self.numbers) < _MAX_NUMBERS and _DIGIT.search(text):
-                for match in _NUMBER_IN_TEXT.finditer(text):
-                    try:
-                        self.numbers.add(float(match.group().replace(",", "")))
-                    except ValueError:
-                        continue
+            lowered, numbers = _read(text)
+            self.texts.append(lowered)
+            if numbers and len(self.numbers) < _MAX_NUMBERS:
+                self.numbers.update(numbers)
 
     def derived(self, number: float) -> bool:
         """Whether a number is one sum or difference away from two numbers seen (a rent raised by 100)."""
