@@ -26,6 +26,7 @@ counts as done; it models no refusal, which is what the real semantics are for.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
 import json
@@ -264,7 +265,26 @@ def suite_for(version: str, suite: str) -> Any:
 
 def find_task(suite: Any, task_id: str) -> Any | None:
     """A user task, or an injection task run on its own as AgentDojo's ``injection_task_N/none`` runs are."""
-    return suite.user_tasks.get(task_id) or suite.injection_tasks.get(task_id)
+    user_tasks, injection_tasks = _tasks(suite)
+    return user_tasks.get(task_id) or injection_tasks.get(task_id)
+
+
+def injection_tasks(suite: Any) -> dict[str, Any]:
+    """A suite's injection tasks, by id (not to be changed)."""
+    return _tasks(suite)[1]
+
+
+_TASKS: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}
+
+
+def _tasks(suite: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A suite's user and injection tasks, as its ``user_tasks`` and ``injection_tasks`` give them, looked up
+    once: each of those properties picks every task's version anew (a suite registers its tasks when its
+    module is imported, and no task after)."""
+    known = _TASKS.get(id(suite))
+    if known is None or known[0] is not suite:
+        known = _TASKS[id(suite)] = (suite, suite.user_tasks, suite.injection_tasks)
+    return known[1], known[2]
 
 
 # --- the environment, built once and copied per run -----------------------------------------------
@@ -302,6 +322,10 @@ class EnvironmentTemplate:
 
     def environment(self, injections: Mapping[str, str]) -> Any:
         """A fresh environment with the run's injections (the defaults for the slots it does not name)."""
+        return self.copy(injections)[0]
+
+    def copy(self, injections: Mapping[str, str]) -> tuple[Any, bool]:
+        """:meth:`environment`, and whether it is a copy of the parsed one (False where AgentDojo built it)."""
         unknown = sorted(set(injections) - set(self.defaults))
         if unknown:
             raise LookupError(f"injection vectors unknown to {self.suite.name} {self.version}: {', '.join(unknown)}")
@@ -310,7 +334,7 @@ class EnvironmentTemplate:
         for canary_value, source in self.scalars.items():
             value = _decode_scalar(source.format(**values))
             if not isinstance(value, str):  # the injection changes the YAML's structure: build it as AgentDojo does
-                return self.suite.load_and_inject_default_environment(dict(injections))
+                return self.suite.load_and_inject_default_environment(dict(injections)), False
             decoded[canary_value] = value
         environment = pickle.loads(self._pickled)
         owners = {}
@@ -319,7 +343,13 @@ class EnvironmentTemplate:
             owners[id(owner)] = owner
         for owner in owners.values():  # fields derived from a replaced string (a file's size) follow it
             _revalidate(owner)
-        return environment
+        return environment, True
+
+    @functools.cached_property
+    def separate(self) -> bool:
+        """Whether no object of the parsed environment belongs to two of its sections (so neither do those of
+        a copy: a copy keeps the parsed one's structure; a run's strings replace strings)."""
+        return _separate_sections(self.base)
 
 
 _PARSED: dict[tuple[str, Any, tuple[str, ...]], tuple[Any, bytes, dict[str, str], list[Any]]] = {}
@@ -446,15 +476,21 @@ def environment_template(version: str, suite: str) -> EnvironmentTemplate:
 class EnvironmentState:
     """Resource id -> digest of an environment: one resource per item of every collection (an e-mail, a
     transaction, a file, a channel's messages) and per scalar field, so a call's effects name what it
-    touched. A section whose JSON did not change keeps its digests: most calls only read."""
+    touched. A section whose JSON did not change keeps its digests: most calls only read.
+
+    ``changed`` names the sections that may have changed since the last call (None: any of them); the others
+    keep their digests without being written out again."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix
         self._sections: dict[str, tuple[str, dict[str, str]]] = {}
 
-    def __call__(self, environment: Any) -> dict[str, str]:
+    def __call__(self, environment: Any, changed: Collection[str] | None = None) -> dict[str, str]:
         state: dict[str, str] = {}
         for name in type(environment).model_fields:
+            if changed is not None and name not in changed and name in self._sections:
+                state.update(self._sections[name][1])
+                continue
             section = getattr(environment, name)
             dumped = section.model_dump_json() if hasattr(section, "model_dump_json") else json.dumps(
                 section, default=_json_default, sort_keys=True)
@@ -482,6 +518,49 @@ def _evict_oldest(cache: dict[Any, Any]) -> None:
     except (StopIteration, RuntimeError):  # emptied, or changed size under us: the cap holds well enough
         pass
 _SECTION_STATES_MAX = 256
+
+
+def _separate_sections(environment: Any) -> bool:
+    """Whether no object (a model, a list, a dict, a set) is reachable from two sections of ``environment``."""
+    from pydantic import BaseModel
+
+    owner: dict[int, str] = {}
+    for name in type(environment).model_fields:
+        stack = [getattr(environment, name)]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, BaseModel):
+                children: Any = [*value.__dict__.values(), *(value.__pydantic_extra__ or {}).values()]
+            elif isinstance(value, dict):
+                children = [*value, *value.values()]
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                children = value
+            else:
+                continue
+            seen = owner.get(id(value))
+            if seen is not None:
+                if seen != name:
+                    return False
+                continue  # met before in this section
+            owner[id(value)] = name
+            stack.extend(children)
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _touched(version: str, suite: str, tool: str, environment_type: Any) -> frozenset[str] | None:
+    """The sections of the environment a call of ``tool`` is given, which are all it can change, or None
+    when that cannot be told (a dependency AgentDojo computes from the whole environment)."""
+    function = _functions_runtime(version, suite).functions.get(tool)
+    if function is None:  # an unknown tool changes nothing: AgentDojo answers with an error
+        return frozenset()
+    names = set()
+    for dependency in function.dependencies.values():
+        name = dependency.env_dependency
+        if not isinstance(name, str) or name not in environment_type.model_fields:
+            return None
+        names.add(name)
+    return frozenset(names)
 
 
 def _section_state(section: Any, base: str) -> dict[str, str]:
@@ -581,28 +660,38 @@ class AgentDojoReal(Domain):
             raise WorldSpecError(f"{field}.user_task", f"no task {run['user_task']!r} in {self.suite} {run['version']}")
         self.injection_task = None
         if run["injection_task"] is not None:
-            self.injection_task = template.suite.injection_tasks.get(run["injection_task"])
+            self.injection_task = injection_tasks(template.suite).get(run["injection_task"])
             if self.injection_task is None:
                 raise WorldSpecError(f"{field}.injection_task",
                                      f"no injection task {run['injection_task']!r} in {self.suite} {run['version']}")
         try:
-            environment = template.environment(run["injections"])
+            environment, copied = template.copy(run["injections"])
         except LookupError as exc:
             raise WorldSpecError(f"{field}.injections", str(exc.args[0])) from None
-        if isinstance(self.user_task, self.modules["BaseUserTask"]):
+        base_task = self.modules["BaseUserTask"]
+        if isinstance(self.user_task, base_task):
             environment = self.user_task.init_environment(environment)
         self.environment = environment
         self.pre_environment = template.environment(run["injections"])
-        if isinstance(self.user_task, self.modules["BaseUserTask"]):
+        if isinstance(self.user_task, base_task):
             self.pre_environment = self.user_task.init_environment(self.pre_environment)
         self.model_output = run["model_output"]
+        self.version = run["version"]
         self.runtime = _functions_runtime(run["version"], self.suite)
         self.trace: list[Any] = []
         self._state: dict[str, str] | None = None
         self._tracker = EnvironmentState(self.name)
+        # Which sections a call may have changed is known from the sections AgentDojo gives its tool, while no
+        # object belongs to two sections: so in a copy of a parsed environment whose task adds nothing to it
+        # (the default init_environment), until a call given two sections (which may tie them together).
+        self._separate = copied and template.separate and (
+            not isinstance(self.user_task, base_task)
+            or getattr(type(self.user_task), "init_environment", None) is getattr(base_task, "init_environment", None))
+        self._changed: set[str] | None = None  # the sections that may have changed since the last snapshot
 
     def invoke(self, call: Call) -> Any:
         self._state = None
+        self._note_changes(call)
         self.trace.append(self.modules["FunctionCall"](function=call.tool, args=call.params, id=None))
         with quiet_stdout():
             result, error = self.runtime.run_function(self.environment, call.tool, call.params)
@@ -623,9 +712,20 @@ class AgentDojoReal(Domain):
                 call.resolve(recipient=transaction.recipient)
                 call.note(f"scheduled transaction {transaction.id} reaches {transaction.recipient}")
 
+    def _note_changes(self, call: Call) -> None:
+        """Add the sections ``call`` may change to those to write out at the next snapshot."""
+        touched = _touched(self.version, self.suite, call.tool, type(self.environment)) if self._separate else None
+        if touched is None or self._changed is None:
+            self._changed = None
+        else:
+            self._changed |= touched
+        if touched is not None and len(touched) > 1:  # it may leave an object in two sections
+            self._separate = False
+
     def snapshot(self) -> dict[str, str]:
         if self._state is None:  # only calls change the environment: the last snapshot holds until the next
-            self._state = self._tracker(self.environment)
+            self._state = self._tracker(self.environment, self._changed)
+            self._changed = set()
         return self._state
 
     def view(self) -> Any:
@@ -667,6 +767,7 @@ class AgentDojoReal(Domain):
             except Exception as exc:  # a check that crashes on a replayed state is an answer, not a crash
                 report[name] = None
                 report[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+        self._state, self._changed = None, None  # the checks are AgentDojo's code: a later snapshot reads it all
         return report
 
 
@@ -703,7 +804,46 @@ _DUMPS_MAX = 4096
 
 def _safe_dump(data: Any) -> str:
     """``yaml.safe_dump``, as AgentDojo formats a tool's result, remembered: runs read the same records
-    again and again, and the pure-Python emitter costs milliseconds (libyaml's folds long lines differently)."""
+    again and again, and the pure-Python emitter costs milliseconds (libyaml's folds long lines differently).
+
+    A list (search results, a channel's messages) is remembered item by item: the same e-mail or event comes
+    back in many lists. A YAML block sequence is its items' texts one after the other, each item written
+    from the start of its own line whatever came before; only an object that appears twice in the data
+    (an anchor, ``&id001``, numbered across the whole document) ties them, so such a list is written whole."""
+    if isinstance(data, list) and data and _unshared(data):
+        return "".join(_dump([item]) for item in data)
+    return _dump(data)
+
+
+def _unshared(data: list[Any]) -> bool:
+    """Whether no object appears twice in ``data`` (nothing PyYAML would write as an anchor and an alias),
+    every value being a dict with string keys, a list, or a value PyYAML's safe dumper has a representer
+    for (scalars, dates and times, AgentDojo's string enums)."""
+    import yaml
+
+    representers, multi = yaml.SafeDumper.yaml_representers, yaml.SafeDumper.yaml_multi_representers
+    seen: set[int] = set()
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind not in representers and not any(base in multi for base in kind.__mro__):
+            return False
+        if value is None or isinstance(value, (str, bytes, bool, int, float)):  # never anchored
+            continue
+        if (kind not in (dict, list) and not isinstance(value, datetime.date)) or id(value) in seen:
+            return False  # a set or a tuple; or an object met before
+        seen.add(id(value))
+        if kind is dict:
+            if not all(type(key) is str for key in value):  # keys the cache's JSON key could confuse (1, "1")
+                return False
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+    return True
+
+
+def _dump(data: Any) -> str:
     import yaml
 
     try:  # datetimes and the like keyed by type and repr, never mistaken for a string

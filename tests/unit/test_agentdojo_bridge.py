@@ -233,6 +233,59 @@ def test_replayed_checks_agree_with_the_recorded_ones(shipped):
     assert counts["utility", "agree"] >= 0.95 * counts["utility", "runs"]
 
 
+def test_every_shipped_calls_answer_and_state_are_what_agentdojos_own_formatting_and_a_full_snapshot_give(
+        provider, monkeypatch):
+    """Two shortcuts, checked on every call of the shipped runs: a tool's result written out item by item
+    from remembered texts is what ``yaml.safe_dump``, AgentDojo's own ``tool_result_to_str``'s writer, gives;
+    and a snapshot
+    that writes out only the sections the call was given is the snapshot of every section."""
+    import yaml
+
+    dumped: list[tuple[object, str]] = []
+    remembered = bridge._safe_dump
+    monkeypatch.setattr(bridge, "_safe_dump", lambda data: dumped.append((data, remembered(data))) or dumped[-1][1])
+    calls = separate = 0
+    for path in run_files():
+        (trajectory,) = load_trajectories(path, "agentdojo")
+        if trajectory.call_count() == 0:
+            continue
+        spec = provider.world_for(trajectory).world
+        with World(spec, "real") as world:
+            (name,) = spec
+            domain = world._domain(name)
+            separate += domain._separate
+            for _, call in trajectory.calls():
+                world.apply({"tool": call.tool, "principal": "agent", "params": call.arguments})
+                assert domain.snapshot() == bridge.EnvironmentState(name)(domain.environment), (path, call.key)
+                calls += 1
+    assert calls > 500 and separate > 100
+    assert len(dumped) > 100 and any(isinstance(data, list) and len(data) > 1 for data, _ in dumped)
+    for data, text in dumped:  # AgentDojo's tool_result_to_str writes its data with yaml.safe_dump
+        assert text == yaml.safe_dump(data)
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=120),
+                     st.datetimes(), st.dates())
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(st.one_of(st.text(max_size=200), st.integers(),
+                                st.dictionaries(st.text(max_size=12), _VALUES, max_size=5)), max_size=6),
+       share=st.integers(0, 3))
+def test_a_list_written_out_item_by_item_is_the_yaml_written_whole(items, share):
+    import datetime
+
+    import yaml
+
+    if share and len(items) > 1 and isinstance(items[0], dict):  # an object met twice: anchors, written whole
+        shared = [datetime.datetime(2024, 5, 1, 9, 30)] if share == 1 else {"a": [1]} if share == 2 else [items[1]]
+        items[0]["shared"] = shared
+        items.append({"again": shared})
+    assert bridge._safe_dump(items) == yaml.safe_dump(items)
+
+
 def test_a_disagreement_names_the_first_call_that_departs_from_the_recording(shipped, provider):
     replays, _ = shipped
     original = next(r.trajectory for r in replays

@@ -203,7 +203,7 @@ class AgentDojoWorlds:
             raise NoWorld(str(exc.args[0])) from None
         if bridge.find_task(suite, run["user_task"]) is None:
             raise NoWorld(f"no task {run['user_task']!r} in AgentDojo {version} {suite_name}")
-        if run["injection_task"] is not None and run["injection_task"] not in suite.injection_tasks:
+        if run["injection_task"] is not None and run["injection_task"] not in bridge.injection_tasks(suite):
             raise NoWorld(f"no injection task {run['injection_task']!r} in AgentDojo {version} {suite_name}")
         unknown = sorted(set(run["injections"]) - set(bridge.environment_template(version, suite_name).defaults))
         if unknown:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any, Collection, Iterable
 
 from litmus_replay.adapters.agentdojo import is_dos_attack
@@ -73,13 +74,12 @@ def benchmark_policy(version: str, suite_name: str, user_task_id: str, injection
     if injection_task_id is None or is_dos_attack(attack_type):
         return PolicySpec()
     suite = bridge.suite_for(version, suite_name)
-    environment = bridge.environment_template(version, suite_name).environment({})
-    injection_task = suite.injection_tasks[injection_task_id]
+    injection_task = bridge.injection_tasks(suite)[injection_task_id]
     user_task = bridge.find_task(suite, user_task_id)
     goal = str(getattr(injection_task, "GOAL", ""))
     writes = STATE_CHANGING[suite_name]
-    users = UserValues(_ground_truth(user_task, environment), str(getattr(user_task, "PROMPT", "") or ""), writes)
-    truth = _ground_truth(injection_task, environment)
+    users = UserValues(ground_truth(version, suite_name, user_task), str(getattr(user_task, "PROMPT", "") or ""), writes)
+    truth = ground_truth(version, suite_name, injection_task)
     rules: list[RuleSpec] = []
 
     def add(rule_id: str, when: str, description: str) -> None:
@@ -174,6 +174,26 @@ def _addresses(goal: str, truth: list[Any], writes: frozenset[str], users: UserV
             continue
         found.setdefault((kind, normal(value, kind) or value), value)
     return [(kind, found[(kind, key)]) for kind, key in sorted(found)]
+
+
+_TRUTHS: dict[tuple[str, str, int], tuple[Any, list[Any]]] = {}
+_TRUTHS_LOCK = threading.Lock()
+
+
+def ground_truth(version: str, suite_name: str, task: Any) -> list[Any]:
+    """A task's ground-truth calls on a fresh copy of the suite's default environment (not to be changed),
+    worked out once per task in a process, since many runs share a task: they depend on that environment
+    alone (in agentdojo 0.1.35 every task of every version gives the same calls every time, and none
+    changes the environment it reads)."""
+    if task is None:
+        return []
+    key = (version, suite_name, id(task))
+    with _TRUTHS_LOCK:
+        known = _TRUTHS.get(key)
+        if known is None or known[0] is not task:
+            environment = bridge.environment_template(version, suite_name).environment({})
+            known = _TRUTHS[key] = (task, _ground_truth(task, environment))
+        return known[1]
 
 
 def _ground_truth(task: Any, environment: Any) -> list[Any]:

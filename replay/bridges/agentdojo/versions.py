@@ -134,7 +134,7 @@ def _prompt(version: str, suite: str, task_id: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _goal(version: str, suite: str, task_id: str) -> str:
-    return str(getattr(_suites(version)[suite].injection_tasks.get(task_id), "GOAL", "") or "")
+    return str(getattr(bridge.injection_tasks(_suites(version)[suite]).get(task_id), "GOAL", "") or "")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -169,7 +169,7 @@ def _lacks(version: str, suite_name: str, user_task: str, injection_task: str | 
     suite = suites[suite_name]
     if bridge.find_task(suite, user_task) is None:
         return f"no task {user_task!r} in", ""
-    if injection_task is not None and injection_task not in suite.injection_tasks:
+    if injection_task is not None and injection_task not in bridge.injection_tasks(suite):
         return f"no injection task {injection_task!r} in", ""
     unknown = sorted(vectors - _vectors(version, suite_name))
     if unknown:
