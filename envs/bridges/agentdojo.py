@@ -361,15 +361,21 @@ def _parse(canary_text: str, environment_type: Any, canaries: Mapping[str, str])
     canary value -> its source text with ``{slot}``s), and the paths to the strings that hold one."""
     import yaml
 
-    base = environment_type.model_validate(yaml.safe_load(canary_text))
+    loader = yaml.SafeLoader(canary_text)  # what yaml.safe_load does, its node tree read on the way
+    try:
+        document = loader.get_single_node()
+        scalars: dict[str, str] = {}
+        for node in _scalar_nodes(document):  # before constructing, which may rewrite merge keys' nodes
+            if "LITMUSINJECTION" in node.value:
+                source = canary_text[node.start_mark.index : node.end_mark.index]
+                for vector, canary in canaries.items():
+                    source = source.replace(canary, "{" + vector + "}")
+                scalars[node.value] = source
+        data = loader.construct_document(document) if document is not None else None
+    finally:
+        loader.dispose()
+    base = environment_type.model_validate(data)
     pickled = pickle.dumps(base, protocol=pickle.HIGHEST_PROTOCOL)
-    scalars: dict[str, str] = {}
-    for node in _scalar_nodes(yaml.compose(canary_text)):
-        if "LITMUSINJECTION" in node.value:
-            source = canary_text[node.start_mark.index : node.end_mark.index]
-            for vector, canary in canaries.items():
-                source = source.replace(canary, "{" + vector + "}")
-            scalars[node.value] = source
     return base, pickled, scalars, list(_string_paths(base, lambda text: text in scalars))
 
 
