@@ -448,6 +448,12 @@ class _RealTokens:
         return any(type(leaf) is str and _occurs(value, leaf) >= 0 for _, leaf in _leaves(self.outputs.get(node)))
 
 
+@functools.lru_cache(maxsize=64)
+def _holders(resources: frozenset[str]) -> frozenset[str]:
+    """The resources and every subtree holding one; remembered: the runs of a task start from the same ones."""
+    return frozenset(holder for resource in resources for holder in _ancestors(resource))
+
+
 def build_graph(result: TrajectoryReplay) -> nx.MultiDiGraph:
     """The causal graph of one replayed trajectory (see the module docstring for the edge kinds)."""
     with collector_paused():
@@ -471,7 +477,7 @@ def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
     graph.add_node(WORLD_NODE, kind="initial", turn=0, label="initial state")
     index = _Index()
     writers: dict[str, dict[str, str]] = {"real": {}, "stub": {}}
-    initial = frozenset(holder for resource in result.initial_resources for holder in _ancestors(resource))
+    initial = _holders(frozenset(result.initial_resources))
     real_tokens = _RealTokens(result.calls)
     for position, call in enumerate(result.calls):
         node = call.key
