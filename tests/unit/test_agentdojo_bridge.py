@@ -105,6 +105,7 @@ def test_opening_a_world_imports_no_model_sdk_and_agentdojos_pipelines_still_imp
     assert seen["bound"] is True
 
 
+@pytest.mark.slow  # the model SDKs take seconds to import
 def test_agentdojos_pipelines_imported_first_are_left_as_they_are():
     out = in_a_fresh_process(
         "import sys, agentdojo.agent_pipeline as pipeline\n"
