@@ -8,7 +8,6 @@ exactly the runs they should; recorded run ids stay text. A screenshot is left i
 from __future__ import annotations
 
 import random
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from litmus_replay.replay.batch import as_line, summarise
 from litmus_replay.replay.report.batch_index import GROUPS, index_group, write_batch_index
 
-from test_html_report import browser, console_errors, screenshot  # noqa: F401  (browser: a fixture)
+from test_html_report import browser, dump_dom, screenshot  # noqa: F401  (browser: a fixture)
 
 RUNS = 36_679
 WINDOW = 200  # rows a group shows before "show more"
@@ -84,15 +83,9 @@ class _Groups(HTMLParser):
 
 
 def _open(browser: str, page: Path, profile: Path, fragment: str = "") -> _Groups:
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-               f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom",
-               page.resolve().as_uri() + fragment]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert console_errors(proc.stderr) == [], proc.stderr[-2000:]
+    dom = dump_dom(browser, page, profile, fragment)
     groups = _Groups()
-    groups.feed(proc.stdout)
+    groups.feed(dom)
     return groups
 
 

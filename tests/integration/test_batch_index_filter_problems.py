@@ -5,7 +5,6 @@ values; a known value, even one no run has, shows no such line."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from litmus_replay.replay.batch import as_line, summarise
 from litmus_replay.replay.report.batch_index import write_batch_index
 
-from test_html_report import _browser, console_errors
+from test_html_report import _browser, dump_dom
 
 LINES = [
     {"run": "r1", "file": "runs.jsonl", "trajectory": "r1", "task": "bank/t1", "original": "tool_misuse", "status": "ok",
@@ -37,16 +36,10 @@ def index(tmp_path_factory) -> Path:
 
 def _problem(chromium: str, page: Path, profile: Path, fragment: str) -> tuple[str | None, str]:
     """The problem line's text (None while hidden) and the count of matching runs the page shows."""
-    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-               f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom",
-               page.resolve().as_uri() + fragment]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert console_errors(proc.stderr) == [], proc.stderr[-2000:]
-    found = re.search(r'<p class="problems" id="filter-problem"([^>]*)>(.*?)</p>', proc.stdout, re.S)
+    dom = dump_dom(chromium, page, profile, fragment)
+    found = re.search(r'<p class="problems" id="filter-problem"([^>]*)>(.*?)</p>', dom, re.S)
     assert found, "the page has its problem line"
-    matching = re.search(r'<span id="matching"[^>]*>(.*?)</span>', proc.stdout).group(1)
+    matching = re.search(r'<span id="matching"[^>]*>(.*?)</span>', dom).group(1)
     return (None if "hidden" in found.group(1) else found.group(2)), matching
 
 

@@ -75,6 +75,18 @@ def screenshot(browser: str, page: Path, profile: Path, name: str, size: str) ->
     return proc
 
 
+def dump_dom(browser: str, page: Path, profile: Path, fragment: str = "") -> str:
+    """The page's DOM after its script ran, as headless Chromium dumps it (no console message allowed)."""
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+               f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom",
+               page.resolve().as_uri() + fragment]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert console_errors(proc.stderr) == [], proc.stderr[-2000:]
+    return proc.stdout
+
+
 def console_errors(stderr: str) -> list[str]:
     """The console lines in Chromium's log: any message at all counts (the report page logs nothing)."""
     return [line for line in stderr.splitlines() if CONSOLE_LINE.search(line)]
