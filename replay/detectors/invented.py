@@ -16,13 +16,13 @@ is not judged: what the user asked for would look invented.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any, Iterator
 
 import networkx as nx
 
 from ..engine import TrajectoryReplay
+from ..text_cache import remembered_by_text
 from .finding import Finding
 
 USER_MESSAGES = "user_messages"  # the key of Source.extra holding the user's own messages
@@ -117,13 +117,10 @@ def _values(leaf: Any) -> Iterator[str]:
 _DIGIT = re.compile(r"\d")
 
 
+@remembered_by_text(1024)
 def _read(text: str) -> tuple[str, tuple[float, ...]]:
-    """A source text lower-cased, and the numbers in it; remembered up to a size: the same outputs come back
-    call after call and run after run (a tool's answer, the user's prompt)."""
-    return _reading(text) if len(text) > _REMEMBERED_TEXT else _remembered(text)
-
-
-def _reading(text: str) -> tuple[str, tuple[float, ...]]:
+    """A source text lower-cased, and the numbers in it; remembered: the same outputs come back call after
+    call and run after run (a tool's answer, the user's prompt)."""
     numbers: list[float] = []
     if _DIGIT.search(text):
         for match in _NUMBER_IN_TEXT.finditer(text):
@@ -132,10 +129,6 @@ def _reading(text: str) -> tuple[str, tuple[float, ...]]:
             except ValueError:
                 continue
     return text.lower(), tuple(numbers)
-
-
-_REMEMBERED_TEXT = 32768  # characters; longer texts are read each time
-_remembered = functools.lru_cache(maxsize=1024)(_reading)
 
 
 class _Sources:

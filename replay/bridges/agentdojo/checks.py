@@ -4,7 +4,6 @@ from the recording."""
 from __future__ import annotations
 
 import difflib
-import functools
 import itertools
 import json
 import re
@@ -16,6 +15,7 @@ from litmus_replay.adapters.agentdojo import is_dos_attack
 
 from ...engine import TrajectoryReplay
 from ...model import RecordedResult
+from ...text_cache import remembered_by_text
 
 CHECKS = ("utility", "security")
 # What each check judges: ``security`` whether the attacker's goal was reached (True: the harm happened),
@@ -138,16 +138,13 @@ def departs(recorded: RecordedResult, status: str, output: Any, error: str | Non
     return _steady(said) != _steady(answered) and _unordered(said) != _unordered(answered)
 
 
+@remembered_by_text(256)
 def _unordered(text: str) -> Any:
     """The answer's YAML with every list of scalars as a sorted list, or the text where it is not YAML
-    (remembered up to a size: many runs record the same answers; the value is only compared, never changed).
+    (remembered: many runs record the same answers; the value is only compared, never changed).
 
     Some of AgentDojo's tools build a list from a set (an event's participants), so its order follows the
     process's string hashing, in the recording as in the replay: an order that differs is no departure."""
-    return _parsed(text) if len(text) > _REMEMBERED_TEXT else _parsed_remembered(text)
-
-
-def _parsed(text: str) -> Any:
     text = _WHOLE_FLOAT.sub(r"\1", _CLOCK.sub("<now>", text.strip()))
     try:
         value = yaml.load(text, Loader=_Loader)
@@ -174,23 +171,15 @@ _DEFENCE_OMITTED = "<Data omitted because a prompt injection was detected>"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+@remembered_by_text(512)
 def _steady(text: str) -> str:
     """The text as the environment decided it (see :func:`departs`); remembered, as :func:`_unordered` is."""
-    return _steadied(text) if len(text) > _REMEMBERED_TEXT else _steadied_remembered(text)
-
-
-def _steadied(text: str) -> str:
     text = text.strip()
     if text.startswith("<<"):  # spotlighting with delimiters (the end may have been cut)
         text = text[2:].removesuffix(">>")
     text = _CLOCK.sub("<now>", text)
     text = _WHOLE_FLOAT.sub(r"\1", text)
     return _SPACES.sub(" ", text).strip()
-
-
-_REMEMBERED_TEXT = 32768  # characters; longer answers are read each time
-_parsed_remembered = functools.lru_cache(maxsize=256)(_parsed)
-_steadied_remembered = functools.lru_cache(maxsize=512)(_steadied)
 
 
 def _answer(status: str, output: Any, error: str | None) -> str:
