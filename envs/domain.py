@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
-import os
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from .errors import ServiceError, UnknownDomain, WorldSpecError
 from .permissions import Checker, Owners
 from .plugins import PluginFailure, PluginGroup
 from .principal_ids import check_isolable, declared_id, kernel_id
+from .thread_ids import become, become_root
 
 Semantics = Literal["stub", "real"]
 SEMANTICS: tuple[Semantics, ...] = ("stub", "real")
@@ -120,16 +120,13 @@ class _ActingAs:
         uid, gid = self.env.ids(self.principal)
         if not self.env.switch_uid or uid == 0:
             return
-        uid, gid = self.env.kernel_ids((uid, gid))
-        os.setegid(gid)
-        os.seteuid(uid)
+        become(*self.env.kernel_ids((uid, gid)))
         self.switched = True
 
     def __exit__(self, *exc: object) -> None:
         if self.switched:
             self.switched = False
-            os.seteuid(0)
-            os.setegid(0)
+            become_root()
 
 
 @dataclass

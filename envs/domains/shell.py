@@ -74,6 +74,7 @@ from ..domain import Call, Declaration, Domain, WorldEnv, register_domain, spec_
 from ..errors import ServiceError, WorldSpecError
 from ..rootfs import ensure_within, host_path, trace_in_root
 from ..spec_bounds import bounded_number
+from ..thread_ids import become, become_root
 from . import _command, _command_root
 from .files import DIR_MODE, TreeScanner, file_view
 
@@ -451,13 +452,11 @@ def _effective_root() -> Iterator[None]:
     if os.getuid() != 0 or euid == 0:
         yield
         return
-    os.seteuid(0)
-    os.setegid(0)
+    become_root()
     try:
         yield
     finally:
-        os.setegid(egid)
-        os.seteuid(euid)
+        become(euid, egid)
 
 
 def _signal_name(number: int) -> str:
