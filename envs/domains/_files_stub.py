@@ -11,20 +11,34 @@ import os
 import posixpath
 import stat
 import threading
+import types
 from collections.abc import Mapping
-from typing import Any, Collection, Iterator
-
-from pyfakefs import helpers as fake_helpers
-from pyfakefs.fake_file import FakeDirectory, FakeFile
-from pyfakefs.fake_filesystem import FakeFilesystem
-from pyfakefs.fake_open import FakeFileOpen
-from pyfakefs.fake_os import FakeOsModule
+from functools import cache
+from typing import TYPE_CHECKING, Any, Collection, Iterator
 
 from ..domain import Call, WorldEnv, register_domain, tool
 from ..errors import WorldSpecError
 from ._file_layout import DIR_MODE, FILE_MODE, Entry, digest, inside, normal
 from ._file_tree import _pick, _preview, entry_value, file_view
 from ._files_common import _busy, _content_param, _Files, _path_param
+
+if TYPE_CHECKING:
+    from pyfakefs.fake_file import FakeDirectory, FakeFile
+    from pyfakefs.fake_filesystem import FakeFilesystem
+
+
+@cache
+def _fake() -> types.SimpleNamespace:
+    """pyfakefs, imported when the first stub world is built: an isolated env server hosts real worlds
+    only, and importing pyfakefs (doctest and unittest come with it) cost every server's start 45 ms."""
+    from pyfakefs import helpers
+    from pyfakefs.fake_file import FakeDirectory
+    from pyfakefs.fake_filesystem import FakeFilesystem
+    from pyfakefs.fake_open import FakeFileOpen
+    from pyfakefs.fake_os import FakeOsModule
+
+    return types.SimpleNamespace(helpers=helpers, FakeDirectory=FakeDirectory, FakeFilesystem=FakeFilesystem,
+                                 FakeFileOpen=FakeFileOpen, FakeOsModule=FakeOsModule)
 
 
 class _fake_superuser:  # noqa: N801 (used as a function: ``with _fake_superuser():``)
@@ -40,15 +54,15 @@ class _fake_superuser:  # noqa: N801 (used as a function: ``with _fake_superuser
     def __enter__(self) -> None:
         _FAKE_UID_LOCK.acquire()
         try:
-            self.previous = fake_helpers.get_uid()
-            fake_helpers.set_uid(0)
+            self.previous = _fake().helpers.get_uid()
+            _fake().helpers.set_uid(0)
         except BaseException:
             _FAKE_UID_LOCK.release()
             raise
 
     def __exit__(self, *exc: object) -> None:
         try:
-            fake_helpers.set_uid(self.previous)
+            _fake().helpers.set_uid(self.previous)
         finally:
             _FAKE_UID_LOCK.release()
 
@@ -76,7 +90,7 @@ class FilesStub(_Files):
         if template is not None:  # a copy of the same tree, laid out before: ~7x cheaper than laying it out
             self._use(_copy_filesystem(template))
             return
-        self._use(FakeFilesystem(path_separator="/"))
+        self._use(_fake().FakeFilesystem(path_separator="/"))
         self.fs.umask = 0o022
         with _fake_superuser():
             self._populate()
@@ -85,8 +99,8 @@ class FilesStub(_Files):
 
     def _use(self, fs: FakeFilesystem) -> None:
         self.fs = fs
-        self.os = FakeOsModule(self.fs)
-        self.open = FakeFileOpen(self.fs)
+        self.os = _fake().FakeOsModule(self.fs)
+        self.open = _fake().FakeFileOpen(self.fs)
 
     def invoke(self, call: Call) -> Any:
         with _fake_superuser():
@@ -116,7 +130,7 @@ class FilesStub(_Files):
 
     def _directories(self, directory: FakeDirectory, world_dir: str) -> Iterator[str]:
         for name, obj in list(directory.entries.items()):
-            if isinstance(obj, FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
+            if isinstance(obj, _fake().FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
                 yield f"{world_dir}/{name}"
                 yield from self._directories(obj, f"{world_dir}/{name}")
 
@@ -251,7 +265,7 @@ class FilesStub(_Files):
             key = f"files:{world}"
             if wanted is None or key in wanted:
                 state[key] = (describe or _fake_digest)(obj)
-            if isinstance(obj, FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
+            if isinstance(obj, _fake().FakeDirectory) and not stat.S_ISLNK(obj.st_mode):
                 self._scan(obj, world, state, describe, wanted)
 
     def _values(self, wanted: Collection[str] | None = None) -> dict[str, Any]:
