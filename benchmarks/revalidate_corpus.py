@@ -18,6 +18,12 @@ Each installation's bytecode is compiled first, as ``pip install`` does: an edit
 ``PYTHONDONTWRITEBYTECODE`` never writes it, and every process (CLI, workers, env servers) would then
 compile the package from source, about 0.25 s of CPU each. ``--source-only`` measures that case.
 Goal: at most 5 s with the sandbox on two cores, at most 3.5 s in-process.
+
+The floor is what no re-validation can skip: every run's calls made by its worlds' domains, in
+process, one core, with nothing else — each run's stub and real worlds opened, each recorded call sent
+to both as the batch sends it, the worlds closed; no policy, pairs, analysis, results or pages (the runs
+read and their worlds found before the clock). The in-process batch's CPU per run is printed against it;
+the goal is at most 2x.
 """
 
 from __future__ import annotations
@@ -80,6 +86,32 @@ def compile_bytecode(python: str) -> None:
     subprocess.run([python, "-c", _COMPILE], check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
 
 
+def floor_per_run() -> tuple[float, int]:
+    """CPU seconds per run of the corpus's calls alone, against in-process worlds (see the docstring)."""
+    from litmus_replay.envs.runtime import get_runtime
+    from litmus_replay.replay.api import read_trajectories
+    from litmus_replay.replay.engine import _request, _Router
+    from litmus_replay.replay.worlds import WorldCatalog
+
+    catalog = WorldCatalog.load(CORPUS / "worlds", providers=False)
+    plans = []
+    for trajectory in (run for path in sorted((CORPUS / "runs").iterdir()) for run in read_trajectories(path)):
+        world = catalog.find(trajectory)
+        route = _Router(world.tools, world.bindings)
+        requests = [_request(trajectory, call, route, world.policy.uses_state)[2] for _, call in trajectory.calls()]
+        plans.append((world.world, [request for request in requests if request is not None]))
+    runtime = get_runtime("inprocess")
+    started = time.process_time()
+    for spec, requests in plans:
+        stub, real = runtime.open_world(spec, "stub"), runtime.open_world(spec, "real")
+        for request in requests:
+            stub.call(request)
+            real.call(request)
+        stub.close()
+        real.close()
+    return (time.process_time() - started) / len(plans), len(plans)
+
+
 def runs_in(out: Path) -> int:
     with open(out / "results.jsonl", "rb") as handle:
         return sum(1 for _ in handle)
@@ -125,6 +157,11 @@ def main() -> None:
         def median_wall(label: str) -> float:
             return statistics.median(entry[0] for entry in rows[label])
 
+        floor, floor_runs = floor_per_run()
+        inprocess_cpu = statistics.median(entry[1] for entry in rows["inprocess"]) / runs
+        print(f"floor: the calls alone against in-process worlds, one core, {floor_runs} runs: "
+              f"{1000 * floor:.2f} ms CPU per run; the in-process batch: {1000 * inprocess_cpu:.2f} ms, "
+              f"{inprocess_cpu / floor:.2f}x the floor (goal: at most 2x)")
         print(f"{runs} runs; sandbox / inprocess wall: {median_wall('sandbox') / median_wall('inprocess'):.2f}x"
               + "".join(f"; {runtime} against / this: {median_wall(runtime + ' (against)') / median_wall(runtime):.2f}x"
                         for runtime in RUNTIMES if args.against))
