@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from typing import Collection
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -29,9 +30,10 @@ def adopt_orphans() -> None:
 _HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
 
 
-def reap_orphans(timeout: float = 10.0) -> int:
+def reap_orphans(timeout: float = 10.0, spare: Collection[int] = ()) -> int:
     """Wait for every child left (adopted orphans), at most ``timeout`` seconds; returns how many there
-    were. One still running after that is a process the batch leaked: the figure is then refused."""
+    were. One still running after that is a process the batch leaked: the figure is then refused.
+    ``spare``: children started before the batch, for another purpose (a Dask cluster's), left alone."""
     reaped = 0
     deadline = time.monotonic() + timeout
     while True:
@@ -41,7 +43,7 @@ def reap_orphans(timeout: float = 10.0) -> int:
             return reaped
         if pid:
             reaped += 1
-        elif not _children_but_helpers():
+        elif not set(children()) - set(spare):
             return reaped
         elif time.monotonic() > deadline:
             raise SystemExit(f"processes the batch started still run {timeout:g} s after it ended")
@@ -49,7 +51,7 @@ def reap_orphans(timeout: float = 10.0) -> int:
             time.sleep(0.01)
 
 
-def _children_but_helpers() -> list[int]:
+def children() -> list[int]:
     """This process's children other than multiprocessing's own helpers (read from ``/proc``)."""
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):

@@ -2,7 +2,7 @@
 AgentDojo's own re-grading of the same runs, CPU per run side by side.
 
     python benchmarks/agentdojo_history.py [--jobs 2] [--runs DIR] [--with-older] [--limit N]
-                                           [--runtime inprocess]
+                                           [--runtime inprocess] [--dask]
 
 The runs are the 2,000 real published run logs in ``agentdojo-runs-more/`` (drawn at random from the
 36,679 AgentDojo published, every pipeline, suite and attack type; a fixture kept beside the checkout, in
@@ -44,6 +44,13 @@ below leaves that out, for reference: litmus-replay against AgentDojo's calls an
 times drift threefold between machines of this kind (and with other work on the same machine: the load
 average before each measurement is printed beside it), so the ratios come first; runs/s and the projected
 time for all 36,679 published runs follow. Nothing is asserted on time.
+
+``--dask`` adds a third measurement: the same batch on a Dask ``LocalCluster`` of ``--jobs`` worker
+processes of one thread each (``revalidate … --executor dask --scheduler ADDRESS``), the cluster started
+and agentdojo imported in its workers before the clock, as the pool's workers have it from their start.
+Its CPU is the batch process's, the workers' (their own rusage, asked before and after) and the
+scheduler's (it runs in this process); its results must equal the pool's, line for line, and its summary
+the pool's; the overhead per run against the pool is printed.
 """
 
 from __future__ import annotations
@@ -61,10 +68,10 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 import agentdojo_regrade as regrading
-from _orphans import adopt_orphans, reap_orphans
+from _orphans import adopt_orphans, children, reap_orphans
 from agentdojo_regrade import Plan
 
 EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "external"
@@ -130,11 +137,12 @@ def cpu_of_children() -> tuple[float, float]:
 # --- 1. litmus-replay's whole pipeline ---------------------------------------------------------------
 
 
-def litmus(runs: Path, out: Path, jobs: int, runtime: str) -> dict[str, Any]:
+def litmus(runs: Path, out: Path, jobs: int, runtime: str, *options: str, spare: Collection[int] = ()) -> dict[str, Any]:
     """Wall, CPU and largest RSS of one whole ``revalidate`` process, its summary, and what sampling the
     process tree saw (a lower bound on its CPU: each process's time at its last sample)."""
     command = [sys.executable, "-m", "litmus_replay", "revalidate", str(runs), "--format", "agentdojo",
-               "--out", str(out), "--jobs", str(jobs), "--reports", "none", "--runtime", runtime, "--quiet"]
+               "--out", str(out), "--jobs", str(jobs), "--reports", "none", "--runtime", runtime, "--quiet",
+               *options]
     try:
         import psutil
     except ImportError:
@@ -162,7 +170,7 @@ def litmus(runs: Path, out: Path, jobs: int, runtime: str) -> dict[str, Any]:
                 pass
     stderr = process.communicate()[1].decode(errors="replace")
     wall = time.perf_counter() - started
-    reap_orphans()  # anything the batch left behind: its CPU counts too
+    reap_orphans(spare=spare)  # anything the batch left behind: its CPU counts too
     cpu, largest = cpu_of_children()
     if process.returncode not in (0, 3):  # 3: some run had no world or a harness error, reported in the summary
         raise SystemExit(f"revalidate: exit {process.returncode}: {stderr.strip().splitlines()[-3:]}")
@@ -171,6 +179,34 @@ def litmus(runs: Path, out: Path, jobs: int, runtime: str) -> dict[str, Any]:
             "sampled_cpu": sum(seen.values()) if seen else None, "sampled_processes": len(seen),
             "sampled_batch": seen.get(process.pid, 0.0),
             "sampled_workers": sorted((cpu for pid, cpu in seen.items() if pid != process.pid), reverse=True)}
+
+
+def on_dask(runs: Path, out: Path, jobs: int, runtime: str, pool_out: Path) -> dict[str, Any]:
+    """The same batch on a LocalCluster (see the docstring), with its CPU and whether its results and
+    summary equal the pool's."""
+    from dask.distributed import Client, LocalCluster
+
+    def worker_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def warm() -> None:
+        import litmus_replay.replay.batch.worker  # noqa: F401  (the pool's workers have it when forked)
+        import agentdojo.task_suite  # noqa: F401
+
+    with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.run(warm)
+        workers_before = sum(client.run(worker_cpu).values())
+        here_before = time.process_time()
+        measured = litmus(runs, out, jobs, runtime, "--executor", "dask", "--scheduler", cluster.scheduler_address,
+                          spare=children())
+        measured["cpu"] += sum(client.run(worker_cpu).values()) - workers_before + time.process_time() - here_before
+    lines = [sorted((directory / "results.jsonl").read_text().splitlines()) for directory in (pool_out, out)]
+    summaries = [json.loads((directory / "summary.json").read_text()) for directory in (pool_out, out)]
+    measured["same_results"] = lines[0] == lines[1]
+    measured["same_summary"] = summaries[0] == summaries[1]
+    return measured
 
 
 # --- 2. AgentDojo's own re-grading -------------------------------------------------------------------
@@ -257,6 +293,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N run files, in sorted order")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--runtime", default="inprocess")
+    parser.add_argument("--dask", action="store_true", help="also the same batch on a Dask LocalCluster")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     adopt_orphans()
@@ -274,6 +311,9 @@ def main() -> None:
         files = lay_out(chosen, Path(tmp) / "runs")
         litmus_load = load()
         ours = litmus(Path(tmp) / "runs", Path(tmp) / "out", args.jobs, args.runtime)
+        dask_load = load()
+        dask = (on_dask(Path(tmp) / "runs", Path(tmp) / "dask", args.jobs, args.runtime, Path(tmp) / "out")
+                if args.dask else None)
         plans, versions = prepare(files, Path(tmp) / "out")
         dojo_load = load()
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # a check or two prints
@@ -303,7 +343,16 @@ def main() -> None:
     print(f"{'AgentDojo re-grading':26} {theirs['graded']:5} {theirs['wall']:7.2f} "
           f"{theirs['graded'] / theirs['wall']:7.1f} {theirs['cpu']:7.2f} {dojo_ms:10.2f} "
           f"{theirs['cpu'] / theirs['wall']:10.2f} {theirs['largest_mb']:10.0f}  {dojo_load}")
+    if dask is not None:
+        print(f"{'litmus-replay on Dask':26} {runs:5} {dask['wall']:7.2f} {runs / dask['wall']:7.1f} {dask['cpu']:7.2f} "
+              f"{1000 * dask['cpu'] / max(runs, 1):10.2f} {dask['cpu'] / dask['wall']:10.2f} {'':>10}  {dask_load}")
     print()
+    if dask is not None:
+        print(f"Dask LocalCluster ({args.jobs} workers) against the process pool: {dask['wall'] / ours['wall']:.2f}x "
+              f"the wall time, {dask['cpu'] / ours['cpu']:.2f}x the CPU, "
+              f"{1000 * (dask['wall'] - ours['wall']) / max(runs, 1):+.2f} ms wall per run; results "
+              f"{'identical' if dask['same_results'] else 'DIFFERENT'} line for line, summary "
+              f"{'identical' if dask['same_summary'] else 'DIFFERENT'}")
     print(f"the {PUBLISHED_RUNS:,} published runs at {rate:.1f} runs/s ({args.jobs} jobs): "
           f"{PUBLISHED_RUNS / rate / 60:.1f} min")
     per_run = {key: 1000 * value / max(theirs["graded"], 1) for key, value in theirs["spent"].items()}
