@@ -16,10 +16,19 @@ Mapping:
   makes the result an error (its message is the content after tau2's ``"Error: "`` prefix). Multi-tool
   messages (``tool_messages``) are read one by one.
 - **cut short** — a ``termination_reason`` other than ``user_stop`` or ``agent_stop`` (``max_steps``,
-  ``too_many_errors``, an agent's or user's error) marks the run ``incomplete``.
+  ``too_many_errors``, an agent's or user's error) marks the run ``incomplete``, with no verdict: tau2
+  gives such a run reward 0 without evaluating it (the reward stays in ``Source.extra``).
 - **verdict** — ``reward_info.reward`` 1 → ``pass``, else ``fail``; a ``NaN`` reward (tau2 writes one
   when it could not grade the run) is the label ``NaN``, never a fail. The reward, its basis and the
   termination reason are kept in ``Source.extra``.
+- **the conversation around each call** — the text of the user's last message since the agent last spoke
+  to the user (an assistant message with text) is kept per call, by call key, in
+  ``Source.extra["user_message_before"]`` (a call with none is absent): what a confirmation gate reads.
+- **solo runs** — a run made with tau2's solo agent (``info.agent_info.implementation`` ``llm_agent_solo``, the
+  agent alone with the user's tools too) has ``Source.extra["solo_mode"]: true``.
+- **recorded checks** — the components of ``reward_info`` are kept compactly in
+  ``Source.extra["reward_checks"]``: ``db_match``, ``env_assertions`` and ``action_checks`` (each a list of
+  ``[name, met]``), ``communicate_checks`` and ``nl_assertions`` (lists of booleans), ``reward_breakdown``.
 - **directory layout** — a ``results.json`` whose ``simulations`` are absent or empty reads the
   ``simulations/*.json`` beside it (in file-name order); each trajectory's source is its simulation file,
   and a simulation file read on its own takes its run id and domain from that ``results.json``.
@@ -43,31 +52,45 @@ _RESULTS = "results.json"
 _SIMULATIONS = "simulations"
 
 
-def _walk(messages: Doc, builder: Builder) -> None:
+def _walk(messages: Doc, builder: Builder) -> dict[str, str]:
+    """Read the messages into ``builder``; returns, by call key, the user's last message before each call
+    since the agent last spoke to the user."""
+    said: dict[str, str] = {}
+    user_text: str | None = None
     for message in messages.elements():
         role = message.need("role").as_str()
         if role in ("assistant", USER):
-            _caller(message, role, builder)
+            for key in _caller(message, role, builder):
+                if user_text is not None:
+                    said[key] = user_text
+            text = text_of(message.opt("content"))
+            if role == USER and text and text.strip():
+                user_text = text
+            elif role == "assistant" and text and text.strip():
+                user_text = None  # the agent spoke: what the user said before answered something else
         elif role == "tool":
             for tool_message in _tool_messages(message):
                 _result(tool_message, builder)
+    return said
 
 
-def _caller(message: Doc, role: str, builder: Builder) -> None:
+def _caller(message: Doc, role: str, builder: Builder) -> list[str]:
     calls = message.opt("tool_calls")
     if role == USER and (calls is None or not calls.as_list()):
-        return
+        return []
     builder.turn(text_of(message.opt("content")) if role == "assistant" else None)
     at = iso_seconds(message.value.get("timestamp"))
+    keys = []
     for call in calls.elements() if calls is not None else ():
         requestor = call.str_at("requestor") or role
-        builder.call(
+        keys.append(builder.call(
             call.need("name").as_name(),
             call.opt("arguments"),
             call.id_at("id"),
             at=at,
             principal=USER if requestor == USER else None,
-        )
+        ))
+    return keys
 
 
 def _tool_messages(message: Doc) -> list[Doc]:
@@ -95,7 +118,37 @@ def _reward(simulation: Doc) -> tuple[float | None, dict[str, Any]]:
     extra: dict[str, Any] = {"reward": reward_value(reward)}
     if isinstance(basis, list) and all(isinstance(b, str) for b in basis):
         extra["reward_basis"] = basis
+    if info.is_dict():
+        extra["reward_checks"] = _checks(info.value)
     return reward, extra
+
+
+def _checks(info: dict[str, Any]) -> dict[str, Any]:
+    """The components of a recorded ``reward_info``, compactly (see the module docstring)."""
+    def named(items: Any, key: str, name: str, met: str) -> list[list[Any]] | None:
+        if not isinstance(items, list):
+            return None
+        out = []
+        for item in items:
+            inner = item.get(key) if isinstance(item, dict) else None
+            label = inner.get(name) if isinstance(inner, dict) else None
+            out.append([label if isinstance(label, str) else None, item.get(met) if isinstance(item, dict) else None])
+        return out
+
+    def flags(items: Any, met: str) -> list[Any] | None:
+        return [item.get(met) if isinstance(item, dict) else None for item in items] if isinstance(items, list) else None
+
+    db = info.get("db_check")
+    breakdown = info.get("reward_breakdown")
+    return {
+        "db_match": db.get("db_match") if isinstance(db, dict) else None,
+        "env_assertions": named(info.get("env_assertions"), "env_assertion", "func_name", "met"),
+        "action_checks": named(info.get("action_checks"), "action", "action_id", "action_match"),
+        "communicate_checks": flags(info.get("communicate_checks"), "met"),
+        "nl_assertions": flags(info.get("nl_assertions"), "met"),
+        "reward_breakdown": {str(k): v for k, v in breakdown.items() if isinstance(v, (int, float))}
+        if isinstance(breakdown, dict) else None,
+    }
 
 
 def _domain(root: Doc) -> str | None:
@@ -106,27 +159,43 @@ def _domain(root: Doc) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | None = None) -> Trajectory:
+def _solo(root: Doc) -> bool:
+    """Whether a results file was run with tau2's solo agent (``info.agent_info.implementation``)."""
+    value = root.value.get("info") if isinstance(root.value, dict) else None
+    value = value.get("agent_info") if isinstance(value, dict) else None
+    return isinstance(value, dict) and value.get("implementation") == SOLO_AGENT
+
+
+SOLO_AGENT = "llm_agent_solo"
+
+
+def _trajectory(simulation: Doc, file: str, run_id: str | None, domain: str | None = None,
+                solo: bool = False) -> Trajectory:
     simulation.as_dict()
     builder = Builder()
-    _walk(simulation.need("messages"), builder)
+    said = _walk(simulation.need("messages"), builder)
     reward, extra = _reward(simulation)
+    if said:
+        extra["user_message_before"] = said
+    if solo:
+        extra["solo_mode"] = True
     label = reward_label(reward)
     for key in ("termination_reason", "trial"):
         value = simulation.value.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             extra[key] = value
     reason = extra.get("termination_reason")
+    cut_short = isinstance(reason, str) and reason not in FINISHED
     return builder.build(
         file,
         simulation.path,
         trajectory_id=simulation.id_at("id") or simulation.id_at("task_id") or "simulation",
         source_format="tau2-bench",
         task=task_key("tau2-bench", domain, simulation.id_at("task_id")),
-        original=verdict(label),
+        original=None if cut_short else verdict(label),  # tau2 scores a run cut short 0 without judging it
         run_id=run_id,
         extra=extra,
-        incomplete=f"terminated: {reason}" if isinstance(reason, str) and reason not in FINISHED else None,
+        incomplete=f"terminated: {reason}" if cut_short else None,
     )
 
 
@@ -155,13 +224,13 @@ class Tau2BenchAdapter(Adapter):
         simulations = root.opt("simulations") if root.is_dict() else None
         if simulations is not None and simulations.as_list():
             run_id = root.str_at("timestamp")
-            domain = _domain(root)
-            trajectories = [_trajectory(s, root.file, run_id, domain) for s in simulations.elements()]
+            domain, solo = _domain(root), _solo(root)
+            trajectories = [_trajectory(s, root.file, run_id, domain, solo) for s in simulations.elements()]
             return require_calls(trajectories, root.file, simulations.path, plural(len(trajectories), "simulation"))
         if root.is_dict() and {"info", "tasks"} <= set(root.value):
             return _directory(root, path)
-        run_id, domain = _results_context(path)
-        return require_calls([_trajectory(root, root.file, run_id, domain)], root.file, "messages")
+        run_id, domain, solo = _results_context(path)
+        return require_calls([_trajectory(root, root.file, run_id, domain, solo)], root.file, "messages")
 
 
 def _directory(root: Doc, path: Path) -> list[Trajectory]:
@@ -170,25 +239,26 @@ def _directory(root: Doc, path: Path) -> list[Trajectory]:
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         root.fail(f"holds no simulations, and there is no {_SIMULATIONS}/*.json beside it to read them from", "simulations")
-    run_id, domain = root.str_at("timestamp"), _domain(root)
+    run_id, domain, solo = root.str_at("timestamp"), _domain(root), _solo(root)
     trajectories = []
     for file in files:
         simulation = Doc(read_json(file), str(file))
-        trajectories.append(_trajectory(simulation, simulation.file, run_id, domain))
+        trajectories.append(_trajectory(simulation, simulation.file, run_id, domain, solo))
     return require_calls(trajectories, root.file, f"{_SIMULATIONS}/", plural(len(trajectories), "simulation"))
 
 
-def _results_context(path: Path) -> tuple[str | None, str | None]:
-    """The run id and domain of a simulation file that sits in tau2's directory layout, from the
+def _results_context(path: Path) -> tuple[str | None, str | None, bool]:
+    """The run id, domain and solo mode of a simulation file that sits in tau2's directory layout, from the
     ``results.json`` beside its folder (none for a lone SimulationRun)."""
     if path.parent.name != _SIMULATIONS:
-        return None, None
+        return None, None, False
     results = path.parent.parent / _RESULTS
     try:
         data = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else None
     except (OSError, ValueError, RecursionError):
-        return None, None
+        return None, None, False
     if not isinstance(data, dict):
-        return None, None
+        return None, None, False
     stamp = data.get("timestamp")
-    return (stamp if isinstance(stamp, str) else None), _domain(Doc(data, str(results)))
+    root = Doc(data, str(results))
+    return (stamp if isinstance(stamp, str) else None), _domain(root), _solo(root)
