@@ -439,7 +439,7 @@ def _check_benchmark_options(benchmark_version: str | None) -> None:
               help="Directory of world files, by task key (a benchmark with a bridge, such as AgentDojo, needs none).")
 @click.option("--format", "fmt", default="auto", show_default=True,
               help="Trajectory format of the runs: auto (each file's own, recognised from its content) or an adapter's "
-                   "name (inspect, tau2-bench, openai-chat, ...; a name no adapter has lists them all).")
+                   "name (inspect, tau-bench, openai-chat, ...; a name no adapter has lists them all).")
 @click.option("--task", "task_key", metavar="KEY",
               help="Task key of the runs whose files name none (Anthropic messages, MCP, OpenTelemetry spans, a "
                    "request body without metadata): their world is the one --worlds names KEY.")

@@ -2,17 +2,17 @@
 world providers (bridges) that serve a whole benchmark themselves.
 
 A run names its task with a **task key** qualified by benchmark and suite, ``tau-bench/retail/3``
-or ``tau2-bench/airline/0`` (a format that records no benchmark keeps its bare task name). A worlds
+or ``tau-bench/airline/0`` (a format that records no benchmark keeps its bare task name). A worlds
 directory holds YAML files shaped like scenarios without a trajectory::
 
-    name: tau2/airline          # the key this world serves: a task, a suite, or a whole benchmark
-    tasks: [tau2/airline-2025]  # optional further keys served by the same world
+    name: tau-bench/airline     # the key this world serves: a task, a suite, or a whole benchmark
+    tasks: [tau-bench/airline-2024]   # optional further keys served by the same world
     world: {...}
     policy: {rules: [...]}
     bindings: bindings.yaml     # or an inline list; see replay.bindings
 
-A run is served by the most specific key that has a world: ``tau2/airline/task_3`` first,
-then ``tau2/airline``, then ``tau2``. So one suite-level file serves every task of the suite,
+A run is served by the most specific key that has a world: ``tau-bench/airline/task_3`` first,
+then ``tau-bench/airline``, then ``tau-bench``. So one suite-level file serves every task of the suite,
 a task-level file overrides it for one task, and two suites that reuse task names never share a world.
 When the directory has none, a **world provider** registered for the key's benchmark (entry-point
 group ``litmus_replay.worlds``) may serve the run; a run nobody serves says which keys were tried.
@@ -74,8 +74,8 @@ class WorldFileSpec(BaseModel):
 def key_levels(key: str) -> list[str]:
     """The levels of a task key, most specific first.
 
-    >>> key_levels("tau2/airline/task_3")
-    ['tau2/airline/task_3', 'tau2/airline', 'tau2']
+    >>> key_levels("tau-bench/airline/task_3")
+    ['tau-bench/airline/task_3', 'tau-bench/airline', 'tau-bench']
     """
     parts = [part for part in key.split("/") if part]
     return ["/".join(parts[:depth]) for depth in range(len(parts), 0, -1)] or [key]
@@ -124,7 +124,7 @@ def _is_bindings_file(data: dict[str, Any]) -> bool:
 class WorldProvider(Protocol):
     """Serves the worlds of a whole benchmark (a bridge), so its runs need no worlds directory.
 
-    ``name`` is the first level of the task keys it serves (``tau2``). ``world_for`` raises
+    ``name`` is the first level of the task keys it serves (``tau-bench``). ``world_for`` raises
     :class:`NoWorld` with the reason when it cannot serve a run (an unknown suite, task or version).
     A provider is made once per process and may keep what is costly to build. What else a bridge may
     offer (the benchmark's own checks, its versions, its settings) is on its class: see :mod:`.bridges`.

@@ -148,7 +148,7 @@ class Discovery:
         where = _within(item, root)
         kept = []
         for position, trajectory in enumerate(trajectories):
-            # Runs an index file read from other files (tau2's results.json names simulations/*.json):
+            # Runs an index file read from other files (a results.json that names simulations/*.json):
             # those files, met later, give the same runs again, which are not counted twice.
             if index.was_read_elsewhere(str(here), trajectory.id):
                 continue

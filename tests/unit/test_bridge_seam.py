@@ -13,16 +13,22 @@ from litmus_replay.replay import worlds
 from litmus_replay.replay.bridges import benchmark_checks, options_problem
 
 ROOT = Path(__file__).resolve().parents[2]
-BRIDGE_MODULES = (ROOT / "replay" / "bridges" / "agentdojo", ROOT / "envs" / "bridges" / "agentdojo.py")
+# Each bridge's own modules, and the words that name its benchmark.
+BRIDGES = {
+    "agentdojo": ((ROOT / "replay" / "bridges" / "agentdojo", ROOT / "envs" / "bridges" / "agentdojo.py"), "agentdojo"),
+    "tau2": ((ROOT / "replay" / "bridges" / "tau2", ROOT / "envs" / "bridges" / "tau2.py"), "tau2|τ²"),
+}
 
 
-def test_no_module_outside_a_bridge_names_a_benchmark():
+@pytest.mark.parametrize("bridge", sorted(BRIDGES))
+def test_no_module_outside_a_bridge_names_a_benchmark(bridge):
+    modules, words = BRIDGES[bridge]
     named = []
     for path in sorted([*(ROOT / "replay").rglob("*.py"), *(ROOT / "envs").rglob("*.py")]):
-        if any(path == bridge or bridge in path.parents for bridge in BRIDGE_MODULES):
+        if any(path == module or module in path.parents for module in modules):
             continue
         named += [f"{path.relative_to(ROOT)}:{number}" for number, line in
-                  enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if re.search("agentdojo", line)]
+                  enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if re.search(words, line)]
     assert named == []
 
 
