@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litmus_replay.envs import World, WorldSpecError
+from litmus_replay.envs import World, WorldSpecError, thread_ids
 from litmus_replay.envs.domain import WorldEnv
 from litmus_replay.envs.domains import _command
 from litmus_replay.envs.principal_ids import ROOT_STAND_IN, check_isolable, declared_id, kernel_id
@@ -58,11 +58,12 @@ def _env(switch: bool) -> WorldEnv:
 
 def test_acting_as_switches_to_kernel_ids_and_leaves_the_worlds_root_with_the_servers_powers(monkeypatch):
     switched: list[tuple[str, int]] = []
-    monkeypatch.setattr(os, "seteuid", lambda uid: switched.append(("uid", uid)))
-    monkeypatch.setattr(os, "setegid", lambda gid: switched.append(("gid", gid)))
+    monkeypatch.setattr(thread_ids, "set_thread_euid", lambda uid: switched.append(("uid", uid)))
+    monkeypatch.setattr(thread_ids, "set_thread_egid", lambda gid: switched.append(("gid", gid)))
     env = _env(True)
     with env.acting_as("alice"):
         assert switched == [("gid", 20000), ("uid", 10001)]
+    assert switched[2:] == [("uid", 0), ("gid", 0)]  # root back, the uid first
     switched.clear()
     with env.acting_as("admin"):  # the domains' own code, confined to the world's root
         assert switched == []
