@@ -14,7 +14,11 @@ bridge = pytest.importorskip("litmus_replay.replay.bridges.tau2")
 
 from litmus_replay.replay.api import read_trajectories, replay_run  # noqa: E402
 
-RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "external" / "tau2-bench-runs"
+ROOT = Path(__file__).resolve().parents[2]
+# the 280 published simulations live in the fixtures kept beside the checkout (see their SOURCE.txt)
+FOLDERS = [ROOT / "tests" / "fixtures" / "external" / "tau2-bench-runs",
+           ROOT.parent / "shared" / "fixtures" / "external" / "tau2-bench-runs"]
+RUNS = next((folder for folder in FOLDERS if folder.is_dir()), FOLDERS[0])
 
 
 def replayed(file: str, simulation: str) -> list[tuple[str, set[str], bool]]:
