@@ -56,8 +56,8 @@ rule may read ``state['tau2-<domain>']``, computed only when a rule reads it, wh
 
 In the real world these come from the replayed answers and τ²'s database; in the stub world (a
 proposal-time harness) from the recorded answers, and a record is as the transcript last showed it (the
-last recorded answer of ``get_reservation_details``, ``get_user_details``, ``get_order_details``,
-``get_product_details`` or ``get_details_by_id`` for it), null where the agent never looked it up.
+last recorded answer that was that record: a detail look-up's, or a change's, which τ²'s tools answer with
+the record after it), null where no answer showed it.
 
 **The final report** holds τ²'s own checks of the replayed environment after the last call: the database
 check against the gold environment (the task's initial state with the task's expected actions applied by
@@ -140,6 +140,10 @@ NAMED = {"reservation_id": "reservations", "user_id": "users", "order_id": "orde
 # Look-ups whose answer is one record as it stands (what the stub's records are made of).
 DETAILS = {"get_reservation_details": ("reservations", "reservation_id"), "get_user_details": ("users", "user_id"),
            "get_order_details": ("orders", "order_id"), "get_product_details": ("products", "product_id")}
+# The field that names the record an answer is, most specific first (a reservation names its user too).
+RECORD_KEYS = (("reservation_id", "reservations"), ("order_id", "orders"), ("bill_id", "bills"),
+               ("line_id", "lines"), ("device_id", "devices"), ("plan_id", "plans"), ("product_id", "products"),
+               ("customer_id", "customers"), ("user_id", "users"))
 AUTHENTICATING = {"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "get_customer_by_phone",
                   "get_customer_by_id", "get_customer_by_name"}
 
@@ -212,23 +216,42 @@ def tau2_modules() -> dict[str, Any]:
     return _MODULES
 
 
-_TASKS: dict[str, dict[str, Any]] = {}
+_TASK_DATA: dict[str, dict[str, Any]] = {}
+_TASKS: dict[tuple[str, str], Any] = {}
 
 
-def tasks(domain: str) -> dict[str, Any]:
-    """τ²'s tasks of a domain, by id, every split (loaded once)."""
+def task_data(domain: str) -> dict[str, Any]:
+    """τ²'s task set of a domain as data, by task id, every split (read once): what ``get_tasks(None)``
+    validates whole (2,285 telecom tasks, most of a second), each task validated here when first asked for."""
     with _LOCK:
-        known = _TASKS.get(domain)
+        known = _TASK_DATA.get(domain)
         if known is None:
-            module = tau2_modules()[domain]
-            known = _TASKS[domain] = {task.id: task for task in module.get_tasks(None)}
+            import importlib
+
+            utils = importlib.import_module(f"tau2.domains.{domain}.utils")
+            with open(getattr(utils, f"{domain.upper()}_TASK_SET_PATH"), encoding="utf-8") as file:
+                data = json.load(file)
+            if isinstance(data, dict) and "tasks" in data:
+                data = data["tasks"]
+            known = _TASK_DATA[domain] = {str(item["id"]): item for item in data}
         return known
 
 
 def find_task(domain: str, task_id: str) -> Any | None:
+    """τ²'s task (its ``Task`` model) of a domain by id, or None."""
     if domain not in AGENT_TOOLS:
         return None
-    return tasks(domain).get(task_id)
+    tau2_modules()
+    with _LOCK:
+        task = _TASKS.get((domain, task_id))
+        if task is None:
+            data = task_data(domain).get(task_id)
+            if data is None:
+                return None
+            from tau2.data_model.tasks import Task
+
+            task = _TASKS[(domain, task_id)] = Task.model_validate(data)
+        return task
 
 
 # --- the environment, built once and copied per run -----------------------------------------------
@@ -522,6 +545,12 @@ def _all_records_json(environment: Any, serialise: Callable[[Any], str] | None =
     return out
 
 
+def _whole_json(environment: Any) -> str:
+    user_tools = environment.user_tools
+    user = user_tools.db.model_dump_json() if user_tools is not None and user_tools.db is not None else ""
+    return environment.tools.db.model_dump_json() + "\n" + user
+
+
 def _fast_json(record: Any) -> str:
     """A record's JSON for its digest (pydantic's own serialiser: the same record, the same text)."""
     return record.model_dump_json() if hasattr(record, "model_dump_json") else json.dumps(record, default=str)
@@ -654,6 +683,7 @@ class Tau2Real(Domain):
         self.context = RunContext(self.domain, run["conversation"])
         self.trace: list[dict[str, Any]] = []
         self._digests: dict[str, str] | None = None
+        self._whole: str | None = None
         self._state: dict[str, str] | None = None
         self._before: dict[str, Any] = {}
         self._records: dict[str, Any] = {}
@@ -711,11 +741,12 @@ class Tau2Real(Domain):
                     self._digests[f"{prefix}:{resource}"] = _digest(_fast_json(record))
             self._touched.clear()
             self._state = dict(self._digests)
-        else:  # small databases: every record digested again, the last state kept while none changed
-            digests = {f"{prefix}:{resource}": _digest(text) for resource, text in _all_records_json(
-                self.environment, _fast_json).items()}
-            if digests != self._digests:
-                self._digests = digests
+        else:  # small databases: serialised whole, their records digested again only when they changed
+            whole = _whole_json(self.environment)
+            if whole != self._whole or self._digests is None:
+                self._whole = whole
+                self._digests = {f"{prefix}:{resource}": _digest(text) for resource, text in _all_records_json(
+                    self.environment, _fast_json).items()}
             self._state = self._digests
         return self._state
 
@@ -805,21 +836,16 @@ class Tau2Stub(Domain):
                 and isinstance(item.get("flight_number"), str)]
 
     def _learn(self, call: Call, output: Any) -> None:
-        """Remember a record as a recorded detail look-up showed it."""
+        """Remember a record as a recorded answer showed it: a detail look-up's, or the record a change
+        answers with (τ²'s tools answer a cancellation, a modification or a booking with the record after it)."""
         parsed = _parsed(output)
         if not isinstance(parsed, dict):
             return
-        if call.tool in DETAILS:
-            table, argument = DETAILS[call.tool]
-            key = call.params.get(argument)
-            if isinstance(key, str):
+        for field, table in RECORD_KEYS:
+            key = parsed.get(field)
+            if isinstance(key, str) and key and (call.tool not in DETAILS or DETAILS[call.tool][0] == table):
                 self.seen[f"{table}/{key}"] = _value(parsed)
-        elif call.tool == "get_details_by_id":
-            for field, table in (("line_id", "lines"), ("bill_id", "bills"), ("customer_id", "customers"),
-                                 ("plan_id", "plans"), ("device_id", "devices")):
-                if isinstance(parsed.get(field), str) and call.params.get("id") == parsed.get(field):
-                    self.seen[f"{table}/{parsed[field]}"] = _value(parsed)
-                    break
+                return
 
     def view(self) -> Any:
         return self._view
