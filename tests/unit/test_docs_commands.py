@@ -66,6 +66,11 @@ COVERED: dict[str, tuple[str, ...]] = {
     "litmus-replay revalidate tests/fixtures/external/agentdojo-runs --format agentdojo --out out/": (
         HERE + "test_the_agentdojo_runs_print_the_table_the_page_shows",
     ),
+    # The 280 τ²-bench simulations kept beside the checkout (not shipped: 14 MB), linked as the page names them.
+    "litmus-replay revalidate tau2-bench-runs/ --format tau2-bench --out out/": (
+        HERE + "test_the_tau2_simulations_print_the_table_the_page_shows",
+        "tests/integration/test_tau2_regrading.py::test_revalidate_needs_no_worlds_and_prints_the_agreement",
+    ),
     # A Dask cluster: the same batch on a LocalCluster, byte for byte the process pool's.
     "litmus-replay revalidate runs/ --worlds /shared/worlds --out /shared/out --executor dask "
     "--scheduler tcp://scheduler:8786 --runtime sandbox": (
@@ -365,6 +370,20 @@ def test_the_main_job_prints_the_table_the_pages_show(workdir):
     assert made.exit_code == 0, made.output
     _assert_prints_what_is_shown(report, made.stdout)
     assert (workdir / made.stdout.strip()).is_file()
+
+
+TAU2_RUNS = ROOT.parent / "shared" / "fixtures" / "external" / "tau2-bench-runs"
+
+
+@pytest.mark.slow  # 280 simulations in τ²-bench's own environments
+@pytest.mark.skipif(not TAU2_RUNS.is_dir(), reason="the τ²-bench simulations kept beside the checkout are not here")
+def test_the_tau2_simulations_print_the_table_the_page_shows(workdir):
+    pytest.importorskip("tau2")
+    (workdir / "tau2-bench-runs").symlink_to(TAU2_RUNS, target_is_directory=True)
+    (command,) = commands_for("test_the_tau2_simulations_print_the_table_the_page_shows")
+    result = _run(command)
+    assert result.exit_code == 0, result.output
+    _assert_prints_what_is_shown(command, result.stdout, drop=("revalidating ",))
 
 
 @pytest.mark.slow  # 160 runs in AgentDojo's own environments
