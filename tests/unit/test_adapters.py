@@ -337,6 +337,29 @@ def test_tau2_user_requested_calls_carry_their_principal():
     assert run.original_verdict.label == "pass" and run.source.extra["termination_reason"] == "user_stop"
 
 
+def test_tau2_keeps_the_users_last_words_before_each_call_and_the_recorded_checks():
+    """What a confirmation gate reads (the user's last message since the agent last spoke) and what the
+    bridge compares its replayed checks with."""
+    run = only(load("tau2-bench", TAU2_RESULTS))
+    extra = run.source.extra
+    # the agent's calls after the user gave the number, with no word from the agent in between; the
+    # agent spoke before the user's own calls
+    assert extra["user_message_before"] == {"t3.c1": "Sure, my phone number is 555-123-2002.",
+                                            "t4.c1": "Sure, my phone number is 555-123-2002."}
+    assert extra["reward_checks"]["db_match"] is True
+    assert extra["reward_checks"]["env_assertions"] == [["assert_service_status", True], ["assert_no_overdue_bill", True]]
+    assert extra["reward_checks"]["action_checks"] == [["toggle_airplane_mode_0", True]]
+    assert extra["reward_checks"]["reward_breakdown"] == {"ENV_ASSERTION": 1.0}
+    assert "solo_mode" not in extra
+
+
+def test_tau2_a_solo_run_says_so(tmp_path):
+    data = json.loads((EXTERNAL / "tau2-bench" / TAU2_RESULTS).read_text())
+    data["info"]["agent_info"]["implementation"] = "llm_agent_solo"
+    (tmp_path / "solo.json").write_text(json.dumps(data))
+    assert only(load_trajectories(tmp_path / "solo.json", "tau2-bench")).source.extra["solo_mode"] is True
+
+
 def test_tau2_simulation_run_error_flag():
     run = only(load("tau2-bench", TAU2_SIMULATION))
     found = calls(run)
