@@ -24,13 +24,16 @@ MAX_REBUILDS = 2  # each costs the time of the calls made again; a run that lose
 class RealWorld:
     """The outcomes of a run's requests in the real world, in order (see the module docstring)."""
 
-    def __init__(self, runtime: Runtime, spec: Mapping[str, Any], requests: Sequence[Mapping[str, Any]]):
-        """Begins opening the world and sends it every request (see :meth:`PendingWorld.call_each`)."""
+    def __init__(self, runtime: Runtime, spec: Mapping[str, Any], requests: Sequence[Mapping[str, Any]] | None):
+        """Begins opening the world and sends it every request (see :meth:`PendingWorld.call_each`); with
+        ``requests`` None the requests are not known yet, and each is made as it comes (:meth:`outcome_of`)."""
         self._runtime = runtime
         self._spec = spec
-        self._requests = requests
+        self._live = requests is None
+        self._requests: Sequence[Mapping[str, Any]] = [] if requests is None else requests
         self._pending = open_ahead(runtime, spec, "real")
-        self._outcomes: Iterator[dict[str, Any] | EnvError] = self._pending.call_each(requests, then_report=True)
+        self._outcomes: Iterator[dict[str, Any] | EnvError] | None = (
+            None if requests is None else self._pending.call_each(requests, then_report=True))
         self._world: WorldHandle | None = None
         self._answered: list[int] = []  # the requests whose effects the current world holds
         self._next = 0
@@ -48,10 +51,30 @@ class RealWorld:
         """The next request's outcome, or the error that kept it from one. A lost world is rebuilt before
         this returns, so the error of the call that lost it is the only one the loss costs."""
         index, self._next = self._next, self._next + 1
+        assert self._outcomes is not None, "the requests were not given up front: use outcome_of"
         try:
             reply = next(self._outcomes)
         except StopIteration:
             reply = WorldLost("no outcome for this call")
+        return self._kept(index, reply)
+
+    def outcome_of(self, request: Mapping[str, Any]) -> dict[str, Any] | EnvError:
+        """A request not known up front, made now: its outcome or the error that kept it from one, a lost
+        world rebuilt as in :meth:`next_outcome`."""
+        assert self._live, "the requests were given up front: use next_outcome"
+        index, self._next = self._next, self._next + 1
+        self._requests.append(request)  # type: ignore[attr-defined]
+        reply: dict[str, Any] | EnvError
+        if self._world is None:
+            reply = WorldLost("the world was lost and could not be built again")
+        else:
+            try:
+                reply = self._world.call(request)
+            except EnvError as exc:
+                reply = exc
+        return self._kept(index, reply)
+
+    def _kept(self, index: int, reply: dict[str, Any] | EnvError) -> dict[str, Any] | EnvError:
         if not isinstance(reply, WorldLost):
             self._answered.append(index)
             return reply
@@ -78,10 +101,14 @@ class RealWorld:
                 world.close()
                 return None
         self._world = world
-        self._outcomes = world.call_each(self._requests[lost + 1:])
         self._next = lost + 1
-        line = (f"the world was built again from its spec and the {len(made_again)} calls it had answered "
-                f"made again in it, and the later calls replayed there")
+        if self._live:
+            line = (f"the world was built again from its spec and the {len(made_again)} calls it had answered "
+                    f"made again in it, and the later calls made there")
+        else:
+            self._outcomes = world.call_each(self._requests[lost + 1:])
+            line = (f"the world was built again from its spec and the {len(made_again)} calls it had answered "
+                    f"made again in it, and the later calls replayed there")
         self.rebuilds.append(line)
         return line
 
