@@ -24,7 +24,9 @@ Mapping:
   one of responses alone (their calls were not captured), or with no JSON-RPC message (nothing with a
   ``method``, ``result`` or ``error``). A session whose requests include no ``tools/call`` is a run
   without calls.
-- **principal** — not in the protocol: the default principal. **verdict** — none.
+- **principal** — not in the protocol: the default principal, unless a ``notifications/litmus-replay/world``
+  notification (the first line of a pair log ``litmus-replay serve`` writes) names the principal, the ambient
+  session and the world's key (the run's task). **verdict** — none.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from typing import Any
 from litmus_replay.replay.errors import AdapterError
 from litmus_replay.replay.model import Trajectory
 
-from ._build import Builder, error, ok, plural, text_of
+from ._build import DEFAULT_PRINCIPAL, Builder, error, ok, plural, text_of
 from ._doc import Doc, read_json_or_lines
 from .base import Adapter, Probe, register_adapter
 
 TOOLS_CALL = "tools/call"
+WORLD_NOTICE = "notifications/litmus-replay/world"  # who acted, in which world: a pair log's first line
 
 
 def _messages(roots: list[Doc]) -> list[Doc]:
@@ -69,11 +72,20 @@ def _rpc_error(failure: Doc) -> dict[str, Any]:
     return error(f"{prefix}: {message}", data)
 
 
-def _walk(messages: list[Doc], builder: Builder) -> None:
+def _walk(messages: list[Doc], builder: Builder) -> dict[str, str]:
+    """Calls and results into ``builder``; returns what a world notification says (``principal``,
+    ``ambient_session``, ``task``)."""
     pending: list[tuple[str, bool]] = []  # (id, is a tools/call) of every request not yet answered, in file order
+    acting: dict[str, str] = {}
     for index, message in enumerate(messages):
         message.as_dict()
         method = message.str_at("method")
+        if method == WORLD_NOTICE:
+            params = message.opt("params")
+            for name, key in (("principal", "principal"), ("ambient_session", "ambient_session"), ("world", "task")):
+                value = params.value.get(name) if params is not None and isinstance(params.value, dict) else None
+                if isinstance(value, str) and value:
+                    acting[key] = value
         if method is not None:
             request_id = message.id_at("id")
             if method == TOOLS_CALL:
@@ -86,6 +98,7 @@ def _walk(messages: list[Doc], builder: Builder) -> None:
             _response(messages, index, pending, builder)
         elif _is_bare_result(message.value):
             builder.unpaired_results += 1
+    return acting
 
 
 def _response(messages: list[Doc], index: int, pending: list[tuple[str, bool]], builder: Builder) -> None:
@@ -161,7 +174,7 @@ class MCPAdapter(Adapter):
         roots = read_json_or_lines(path)
         builder = Builder()
         messages = _messages(roots)
-        _walk(messages, builder)
+        acting = _walk(messages, builder)
         field = roots[0].path
         if not any(isinstance(m.value.get("method"), str) for m in messages):
             unpaired = builder.unpaired_results
@@ -170,4 +183,8 @@ class MCPAdapter(Adapter):
             else:
                 what = "no JSON-RPC message (nothing with a method, result or error)"
             raise AdapterError(str(path), field, f"holds {what}; nothing to replay")
-        return [builder.build(str(path), field, trajectory_id=path.stem, source_format=self.name)]
+        trajectory = builder.build(str(path), field, trajectory_id=path.stem, source_format=self.name,
+                                   principal=acting.get("principal", DEFAULT_PRINCIPAL), task=acting.get("task"))
+        if "ambient_session" in acting:
+            trajectory = trajectory.model_copy(update={"ambient_session": acting["ambient_session"]})
+        return [trajectory]

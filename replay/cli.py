@@ -189,6 +189,7 @@ class _LazyGroup(_Group):
         "fidelity": "litmus_replay.replay.fidelity.command:fidelity_command",
         "init-world": "litmus_replay.replay.world_skeleton:init_world_command",
         "nearmiss": "litmus_replay.replay.nearmiss.command:nearmiss_command",
+        "serve": "litmus_replay.replay.serve:serve_command",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

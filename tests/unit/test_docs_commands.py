@@ -97,6 +97,10 @@ COVERED: dict[str, tuple[str, ...]] = {
     "litmus-replay run --runtime docker scenarios/": (
         "tests/integration/test_docker_runtime.py::test_pack_replays_to_the_same_classes_as_in_process",
     ),
+    # An MCP server on stdio: the SDK's own client drives it (in-process real world, a log of its own).
+    "litmus-replay serve scenarios/core/mass-delete-refused-403.yaml --log pairs.jsonl": (
+        "tests/unit/test_mcp_serve.py::test_a_call_refused_at_commit_is_answered_as_refused_and_judged_proposal_only",
+    ),
     # The example plug-in, installed: the test reads the command and its output from the page.
     "litmus-replay run examples/tickets/scenario.yaml --runtime sandbox -q": (
         "tests/integration/test_plugin_domain.py::test_the_readme_command_replays_the_example_as_it_says",
