@@ -813,7 +813,8 @@ class Tau2Stub(Domain):
         super().__init__(spec, env)
         run = _section(spec, f"world.{self.name}")
         self.context = RunContext(self.domain, run["conversation"])
-        self.seen: dict[str, Any] = {}
+        self.seen: dict[str, Any] = {}  # resource -> the last recorded answer that was that record (parsed)
+        self._bounded: dict[str, tuple[Any, Any]] = {}
         self._view: dict[str, Any] = {}
 
     def invoke(self, call: Call) -> Any:
@@ -828,6 +829,15 @@ class Tau2Stub(Domain):
         self.context.after(call, output)
         self._learn(call, output)
         return output
+
+    def _bound(self, resource: str, record: Any) -> Any:
+        """A record as an answer showed it, bounded as every state value is (once per answer)."""
+        if record is None:
+            return None
+        bounded = self._bounded.get(resource)
+        if bounded is None or bounded[0] is not record:
+            bounded = self._bounded[resource] = (record, _value(record))
+        return bounded[1]
 
     def _reservation_flights(self, reservation_id: str) -> list[str]:
         record = self.seen.get(f"reservations/{reservation_id}")
@@ -844,11 +854,13 @@ class Tau2Stub(Domain):
         for field, table in RECORD_KEYS:
             key = parsed.get(field)
             if isinstance(key, str) and key and (call.tool not in DETAILS or DETAILS[call.tool][0] == table):
-                self.seen[f"{table}/{key}"] = _value(parsed)
+                self.seen[f"{table}/{key}"] = parsed
                 return
 
     def view(self) -> Any:
-        return self._view
+        """The state before the last call (a record as the transcript showed it then, bounded)."""
+        return {**self._view, "records": {resource: self._bound(resource, record)
+                                          for resource, record in self._view.get("records", {}).items()}}
 
     def snapshot(self) -> dict[str, str]:
         return {}
