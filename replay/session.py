@@ -114,6 +114,8 @@ class ReplaySession:
         self.calls: list[CallReplay] = []
         self._facts = world_facts(world)
         self._route = _Router(frozenset(world_tools(world)), bindings or Bindings())
+        self._want_state = policy.uses_state  # read once: each is a walk of the policy's conditions
+        self._keep_history = policy.uses_history
         self._stub_history: list[dict[str, Any]] = []
         self._real_history: list[dict[str, Any]] = []
         self._end: SessionEnd | None = None
@@ -141,7 +143,7 @@ class ReplaySession:
 
     def request(self, call: ToolCall) -> tuple[str, Binding | None, dict[str, Any] | None]:
         """What :func:`call_request` makes of a call in this session's world."""
-        return call_request(call, self.principal, self.ambient_session, self._route, self.policy.uses_state)
+        return call_request(call, self.principal, self.ambient_session, self._route, self._want_state)
 
     def knows(self, tool: str) -> bool:
         """Whether a domain or binding of this world knows the tool."""
@@ -191,7 +193,7 @@ class ReplaySession:
         except EnvError as exc:
             real = None
             harness_error = "; ".join(filter(None, (harness_error, f"{type(exc).__name__}: {exc}")))
-        keep_history = self.policy.uses_history
+        keep_history = self._keep_history
         judged_history = len(stub_history)
         proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding, stub_state)
         proposal_judgement = self.policy.judge(proposal_vars)
