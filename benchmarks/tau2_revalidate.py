@@ -59,6 +59,14 @@ def per_run_floor(runs: Path, repeats: int) -> tuple[float, float, float, int]:
     return best[0], best[1], best[2], len(worlds)
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and of its ended children (the pool's workers)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=RUNS)
@@ -73,10 +81,11 @@ def main() -> None:
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs (load average {load}); "
           "runtime inprocess, no HTML reports")
     with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu()
         summary = batch.run_batch([args.runs], None, Path(tmp) / "out", fmt="tau2-bench", runtime="inprocess",
                                   jobs=args.jobs, reports=False)
         seconds = time.perf_counter() - started
+        own, workers = (after - before for after, before in zip(_cpu(), cpu))
     total = summary.get("runs", {}).get("total") if isinstance(summary.get("runs"), dict) else None
     total = total or sum(len(load_trajectories(path, "tau2-bench")) for path in sorted(args.runs.glob("*.json")))
     rate = total / seconds
@@ -87,6 +96,10 @@ def main() -> None:
           f"+ calls {calls:.2f} ms + evaluation {checks:.2f} ms -> at most {floor_rate:.0f} simulations/s on {args.jobs} cores")
     print(f"revalidate, {args.jobs} jobs: {total} simulations in {seconds:.2f} s = {rate:.0f} simulations/s "
           f"(worker start included; goal {GOAL}); {rate / floor_rate:.2f} of the floor")
+    # Other work on the machine takes cores from the batch: its CPU says what free cores would give.
+    busiest = max(workers / args.jobs, own)
+    print(f"CPU: workers {workers:.2f} s ({workers / total * 1000:.1f} ms per simulation, worker start included), "
+          f"this process {own:.2f} s -> about {total / busiest:.0f} simulations/s on {args.jobs} free cores")
     agreement = summary.get("checks", {}).get("agreement", {})
     print("agreement: " + ", ".join(f"{name} {rate_['agree']}/{rate_['runs']}" for name, rate_ in agreement.items()))
 

@@ -266,6 +266,17 @@ class Domain(ABC):
         effects carry; a resource without one is left out. By default a domain gives none."""
         return {}
 
+    # Whether :meth:`values_at` can tell the value a resource had at any digest this domain's snapshots
+    # reported: then the world asks it for a call's *before* values after the call, instead of learning
+    # every resource's value before the first call (a large state mostly left as it was, a benchmark's
+    # database, costs that read whole for every run).
+    remembers_values: ClassVar[bool] = False
+
+    def values_at(self, digests: Mapping[str, str]) -> dict[str, Any]:
+        """The bounded JSON value each resource had when it had the given digest, for a domain that
+        :attr:`remembers_values`; a resource without one is left out."""
+        return {}
+
     def view(self) -> Any:
         """The domain's whole state as bounded JSON, for policies' ``state`` (None: nothing to show)."""
         return None

@@ -225,7 +225,8 @@ class World:
             before, unseen_before = last[1], last[3]
         else:
             before, unseen_before = domain.snapshot(), domain.unobserved()
-        if last is not None and last[0] == name and last[2]:
+        remembers = domain.remembers_values  # it tells a call's values before it afterwards (Domain.values_at)
+        if remembers or (last is not None and last[0] == name and last[2]):
             known = True  # the state the last call left, whose every value is known: its refresh and update saw to it
         else:
             known = self._values.refresh(domain, before)
@@ -254,7 +255,11 @@ class World:
             self._last = (name, after, known and len(effects.affected) <= MAX_VALUES, unseen_after)
         if not effects.empty:
             touched = effects.affected[:MAX_VALUES]
-            effects = effects.with_values(self._values.known(before, touched), self._values.update(domain, after, touched))
+            if remembers:
+                effects = effects.with_values(domain.values_at({key: before[key] for key in touched if key in before}),
+                                              domain.values([key for key in touched if key in after]))
+            else:
+                effects = effects.with_values(self._values.known(before, touched), self._values.update(domain, after, touched))
         if unseen_before or unseen_after:
             effects = replace(effects, unobserved=unseen_after or unseen_before)
         output = _as_json(output)

@@ -398,13 +398,23 @@ class TaskTemplate:
             return self._known["prefixed"].setdefault(prefix, _LazyValues(self, prefix))
 
     def base_digests(self, prefix: str) -> dict[str, str]:
+        """Every template record's digest, by resource id: :data:`TEMPLATE` (a record equal to the
+        template's is the template's; no record needs serialising to say so)."""
         with _LOCK:
             digests = self._known["digests"].get(prefix)
             if digests is None:
-                digests = self._known["digests"][prefix] = {
-                    f"{prefix}:{resource}": _digest(text)
-                    for resource, text in _all_records_json(self.environment, _fast_json).items()}
+                digests = self._known["digests"][prefix] = {f"{prefix}:{resource}": TEMPLATE
+                                                            for resource in _record_ids(self.environment)}
             return digests
+
+    def base_fast_json(self, resource: str) -> str | None:
+        """A template record's JSON as :func:`_fast_json` writes it (computed when first asked for)."""
+        cache = self._known["fast"]
+        text = cache.get(resource, _MISSING)
+        if text is _MISSING:
+            record = _record_at(self.environment, resource)
+            text = cache[resource] = None if record is None else _fast_json(record)
+        return text
 
     # the gold environment
 
@@ -448,7 +458,7 @@ def _known_records(environment: Any) -> dict[str, Any]:
         known = _KNOWN.get(id(environment))
         if known is None or known[0] is not environment:
             known = _KNOWN[id(environment)] = (environment, {"pickles": {}, "json": {}, "values": {}, "digests": {},
-                                                                "prefixed": {}})
+                                                                "prefixed": {}, "fast": {}})
         return known[1]
 
 
@@ -549,6 +559,17 @@ def _whole_json(environment: Any) -> str:
     user_tools = environment.user_tools
     user = user_tools.db.model_dump_json() if user_tools is not None and user_tools.db is not None else ""
     return environment.tools.db.model_dump_json() + "\n" + user
+
+
+def _record_ids(environment: Any) -> list[str]:
+    """The ids (``<table>/<key>``) of every record of a template whose tables are mappings."""
+    db = environment.tools.db
+    return [f"{table}/{key}" for table in type(db).model_fields for key in dict.keys(getattr(db, table))]
+
+
+# The digest of a record equal to the template's own: templates never change, so no digest of theirs need
+# be computed; a record a world changed gets the digest of its JSON.
+TEMPLATE = "template"
 
 
 def _fast_json(record: Any) -> str:
@@ -683,6 +704,7 @@ class Tau2Real(Domain):
         self.context = RunContext(self.domain, run["conversation"])
         self.trace: list[dict[str, Any]] = []
         self._digests: dict[str, str] | None = None
+        self._texts: dict[tuple[str, str], str] = {}  # (resource, digest) -> the record's JSON then
         self._whole: str | None = None
         self._state: dict[str, str] | None = None
         self._before: dict[str, Any] = {}
@@ -737,18 +759,40 @@ class Tau2Real(Domain):
                 record = _record_at(self.environment, resource)
                 if record is None:
                     self._digests.pop(f"{prefix}:{resource}", None)
-                else:
-                    self._digests[f"{prefix}:{resource}"] = _digest(_fast_json(record))
+                    continue
+                text = _fast_json(record)
+                digest = TEMPLATE if text == self.template.base_fast_json(resource) else _digest(text)
+                self._digests[f"{prefix}:{resource}"] = digest
+                if digest != TEMPLATE:
+                    self._texts[(f"{prefix}:{resource}", digest)] = text
             self._touched.clear()
             self._state = dict(self._digests)
         else:  # small databases: serialised whole, their records digested again only when they changed
             whole = _whole_json(self.environment)
             if whole != self._whole or self._digests is None:
                 self._whole = whole
-                self._digests = {f"{prefix}:{resource}": _digest(text) for resource, text in _all_records_json(
-                    self.environment, _fast_json).items()}
+                self._digests = {}
+                for resource, text in _all_records_json(self.environment, _fast_json).items():
+                    key = f"{prefix}:{resource}"
+                    digest = self._digests[key] = _digest(text)
+                    self._texts.setdefault((key, digest), text)
             self._state = self._digests
         return self._state
+
+    remembers_values = True  # every digest's value is kept: a template's by the template, the others' as JSON
+
+    def values_at(self, digests: Mapping[str, str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        base = self.template.base_values(self.name) if self.template.shared else {}
+        for resource, digest in digests.items():
+            if digest == TEMPLATE:
+                value = base.get(resource)
+            else:
+                text = self._texts.get((resource, digest))
+                value = _value(json.loads(text)) if text is not None else None
+            if value is not None:
+                found[resource] = value
+        return found
 
     def values(self, resources: Collection[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}

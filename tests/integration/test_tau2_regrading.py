@@ -153,3 +153,26 @@ def test_revalidate_needs_no_worlds_and_prints_the_agreement(tmp_path):
     reward = summary["checks"]["agreement"]["reward"]
     assert reward["runs"] == 274 and reward["agree"] / reward["runs"] >= AGREEMENT
     assert "agreement with the benchmark's own checks" in done.stdout
+
+
+def test_values_told_after_the_call_are_those_learnt_before_it(monkeypatch):
+    """The domain tells a call's values before it afterwards (``Domain.values_at``): on every call of the 280
+    simulations, the effects are those the world's own learning of every value before each call gives."""
+    from litmus_replay.envs import World
+
+    provider = Tau2Worlds()
+    runs = [trajectory for path in sorted(RUNS.glob("*.json")) for trajectory in load_trajectories(path, "tau2-bench")]
+
+    def effects(remembers: bool) -> list[dict]:
+        monkeypatch.setattr(bridge.Tau2Real, "remembers_values", remembers)
+        out = []
+        for trajectory in runs:
+            world = World(provider.world_for(trajectory).world, "real")
+            for _, call in trajectory.calls():
+                outcome = world.apply({"tool": call.tool, "params": call.arguments, "principal": call.principal or "agent"})
+                out.append(outcome.effects.to_dict())
+        return out
+
+    told, learnt = effects(True), effects(False)
+    assert len(told) == 3866 and sum(1 for entry in told if entry["counts"]["total"]) > 800
+    assert told == learnt
