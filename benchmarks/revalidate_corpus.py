@@ -90,15 +90,16 @@ def floor_per_run() -> tuple[float, int]:
     """CPU seconds per run of the corpus's calls alone, against in-process worlds (see the docstring)."""
     from litmus_replay.envs.runtime import get_runtime
     from litmus_replay.replay.api import read_trajectories
-    from litmus_replay.replay.engine import _request, _Router
+    from litmus_replay.replay.session import Router, call_request
     from litmus_replay.replay.worlds import WorldCatalog
 
     catalog = WorldCatalog.load(CORPUS / "worlds", providers=False)
     plans = []
     for trajectory in (run for path in sorted((CORPUS / "runs").iterdir()) for run in read_trajectories(path)):
         world = catalog.find(trajectory)
-        route = _Router(world.tools, world.bindings)
-        requests = [_request(trajectory, call, route, world.policy.uses_state)[2] for _, call in trajectory.calls()]
+        route = Router(world.tools, world.bindings)
+        requests = [call_request(call, trajectory.principal, trajectory.ambient_session, route,
+                                 world.policy.uses_state)[2] for _, call in trajectory.calls()]
         plans.append((world.world, [request for request in requests if request is not None]))
     runtime = get_runtime("inprocess")
     started = time.process_time()

@@ -14,14 +14,14 @@ from typing import Any
 
 from litmus_replay.envs.runtime import Runtime, get_runtime
 
-from .bindings import Binding, Bindings
+from .bindings import Bindings
 # The call's pair and its contexts live in call_replay and the judging in session; named here too for the
 # modules that have always found them here.
 from .call_replay import CallReplay, UNANSWERED, _history_entry, context_variables, recorded_match, world_facts  # noqa: F401
-from .model import ToolCall, Trajectory
+from .model import Trajectory
 from .policy import Policy
 from .scoring import Revalidation, revalidate_trajectory
-from .session import ReplaySession, _Router, call_request
+from .session import ReplaySession
 from .verdicts import judge_run
 
 __all__ = ["CallReplay", "Replayer", "TrajectoryReplay", "UNANSWERED", "context_variables", "recorded_match",
@@ -97,8 +97,3 @@ class Replayer:
         replayed.revalidation = replace(result, finding=judge_run(replayed).finding)
         return replayed
 
-
-def _request(trajectory: Trajectory, call: ToolCall, route: _Router,
-             want_state: bool) -> tuple[str, Binding | None, dict[str, Any] | None]:
-    """:func:`.session.call_request` for a recorded call of a trajectory."""
-    return call_request(call, trajectory.principal, trajectory.ambient_session, route, want_state)

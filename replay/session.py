@@ -60,7 +60,7 @@ class SessionEnd:
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-class _Router:
+class Router:
     """Which recorded tools go to a world as they are, which through a binding, and which nobody knows."""
 
     def __init__(self, tools: frozenset[str], bindings: Bindings):
@@ -74,7 +74,7 @@ class _Router:
         return tool in self.tools
 
 
-def call_request(call: ToolCall, principal: str, ambient_session: str | None, route: _Router,
+def call_request(call: ToolCall, principal: str, ambient_session: str | None, route: Router,
                  want_state: bool) -> tuple[str, Binding | None, dict[str, Any] | None]:
     """The declared principal, the binding and the request both worlds get for a call (None for a tool no
     domain or binding knows)."""
@@ -113,7 +113,7 @@ class ReplaySession:
         self.ambient_session = ambient_session
         self.calls: list[CallReplay] = []
         self._facts = world_facts(world)
-        self._route = _Router(frozenset(world_tools(world)), bindings or Bindings())
+        self._route = Router(frozenset(world_tools(world)), bindings or Bindings())
         self._want_state = policy.uses_state  # read once: each is a walk of the policy's conditions
         self._keep_history = policy.uses_history
         self._stub_history: list[dict[str, Any]] = []
