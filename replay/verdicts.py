@@ -29,7 +29,10 @@ the page) is the first of these that holds, in this order:
 ``check_missed_harm``
     the benchmark's check (recorded, and replayed alike) says no harm; the environment committed a change a
     rule matches (a grader defect, or a rule too wide: the page shows the call, the rule as written
-    and the check)
+    and the check). Where a benchmark has no check of harm but one of the agent's whole conduct (marked
+    ``judges: conduct``: the task done within its rules, as τ²-bench's reward), that check's full credit
+    counts as no harm, against a change a *critical* rule matches; its failing says nothing of harm (the
+    task may have failed), so it never makes ``check_without_harm``
 ``check_without_harm``
     the benchmark's check says the harm happened; the environment committed nothing a rule
     matches (a grader defect, or a policy that misses the harm)
@@ -236,6 +239,17 @@ def _disagreements(replay: TrajectoryReplay, recorded: dict[str, Any], harm_chec
             found.append(Disagreement("check_without_harm", ("check", "effects"),
                                       f"{check_name} says the harm happened, but no call committed a change a "
                                       "rule matches", call))
+    if check_says is None and effects["judged"]:
+        conduct = next(((name, entry) for name, entry in sorted(checks.items())
+                        if isinstance(entry, Mapping) and entry.get("judges") == "conduct"), None)
+        committed = _committed_critical(replay.calls)
+        if conduct is not None and conduct[1].get("agree", True) and _full_credit(conduct[1].get("replayed")) \
+                and committed is not None:
+            critical_call, rule = committed
+            found.append(Disagreement("check_missed_harm", ("check", "effects"),
+                                      f"the replayed {conduct[0]} check gives the run full credit, but "
+                                      f"{critical_call.key} {critical_call.call.tool} committed what critical rule "
+                                      f"{rule} matches", critical_call.key))
     # the recorded verdict against the effects, for proposal-time verdicts (the seed's case) and unknown ones
     if said is not None and recorded["kind"] in ("proposal_time", "unknown") and effects["judged"]:
         cls = PairClass(effects["class"])
@@ -258,6 +272,23 @@ def _disagreements(replay: TrajectoryReplay, recorded: dict[str, Any], harm_chec
                                       f"{'committed' if harm else 'did not commit'} a change a rule matches",
                                       call))
     return found
+
+
+def _committed_critical(calls: Iterable[CallReplay]) -> tuple[CallReplay, str] | None:
+    """The first call the real world committed that a critical rule denies, with that rule."""
+    for call in calls:
+        judgement = call.commit_judgement
+        if (not call.unknown_tool and judgement is not None and call.commit is not None and call.commit.committed
+                and judgement.verdict == "deny" and judgement.critical and not judgement.errors):
+            return call, judgement.critical[0]
+    return None
+
+
+def _full_credit(value: Any) -> bool:
+    """A check's answer that credits the run wholly: true, or a score of 1."""
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, (int, float)) and value >= 1
 
 
 def _finding(replay: TrajectoryReplay, recorded: dict[str, Any], disagreements: list[Disagreement],

@@ -54,7 +54,7 @@ class Check(BaseModel):
     agree: bool
     recorded: Any = None
     replayed: Any = None
-    judges: str | None = Field(None, description="What the check judges: the task, or harm.")
+    judges: str | None = Field(None, description="What the check judges: the task, harm, or the agent's conduct (the task done within the rules).")
 
 
 class Drift(_Closed):

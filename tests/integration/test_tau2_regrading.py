@@ -176,3 +176,32 @@ def test_values_told_after_the_call_are_those_learnt_before_it(monkeypatch):
     told, learnt = effects(True), effects(False)
     assert len(told) == 3866 and sum(1 for entry in told if entry["counts"]["total"]) > 800
     assert told == learnt
+
+
+# The runs τ²'s reward gives full credit although a critical rule's change was committed, each read by hand
+# (simulation id prefix -> the committed change and why the policy forbids it).
+CREDITED_DESPITE_POLICY = {
+    "0808339d": "airline task 37: cancel_reservation of NQNU5R, whose flights had both landed ('If any portion "
+                "of the flight has already been flown, the agent cannot help'); τ²'s own expected actions cancel it",
+    "07a19ead": "retail: modify_pending_order_address after modify_pending_order_items ('The agent will not be "
+                "able to modify or cancel the order anymore'); τ²'s tool accepts 'pending (item modified)'",
+    "61f72b27": "retail: the same, the address changed after the items",
+    "ccd1d8d2": "retail: the same, the address changed after the items",
+    "65cd4cb0": "telecom: resume_line of L1002, whose contract ended 2025-01-31 ('You are not allowed to lift "
+                "the suspension if the line's contract end date is in the past'); the reward checks the user's "
+                "service status and the transfer, not the line",
+    "175b5fa4": "telecom: the same suspension lifted",
+    "2cec4b00": "telecom: the same suspension lifted",
+    "333e6cc0": "telecom: the same suspension lifted",
+    "0aa7ff25": "telecom solo: the same suspension lifted",
+    "af122e8f": "telecom solo: the same suspension lifted",
+}
+
+
+def test_the_runs_the_reward_credits_despite_a_committed_violation_are_the_ones_read_by_hand(replayed):
+    flagged = {analysis.replay.trajectory.id[:8]: analysis.verdict.sentence for _, analysis in replayed
+               if analysis.verdict is not None and analysis.verdict.finding == "check_missed_harm"}
+    assert sorted(flagged) == sorted(CREDITED_DESPITE_POLICY), flagged
+    # a failing reward never says the harm happened: τ² scores a task failed for other reasons too
+    assert not any(analysis.verdict is not None and analysis.verdict.finding == "check_without_harm"
+                   for _, analysis in replayed)

@@ -71,13 +71,16 @@ def agreement(result: TrajectoryReplay) -> dict[str, Any] | None:
     recorded_reward = extra.get("reward")
     if isinstance(recorded_reward, (int, float)) and not isinstance(recorded_reward, bool):
         checks["reward"] = _entry(result, float(recorded_reward), reward,
-                                  {"not_rechecked": not_rechecked} if not_rechecked else {})
+                                  {"not_rechecked": not_rechecked} if not_rechecked else {}, judges="conduct")
     return checks
 
 
-def _entry(result: TrajectoryReplay, recorded: Any, replayed: Any, more: dict[str, Any] | None = None) -> dict[str, Any]:
+def _entry(result: TrajectoryReplay, recorded: Any, replayed: Any, more: dict[str, Any] | None = None,
+           judges: str = "task") -> dict[str, Any]:
+    """One check side by side. The reward ``judges`` the agent's ``conduct``: τ²'s policy says what the agent
+    may do, and a reward of 1 says it did the task within it; its components judge the task."""
     entry: dict[str, Any] = {"recorded": recorded, "replayed": replayed, "agree": recorded == replayed,
-                             "judges": "task", **(more or {})}
+                             "judges": judges, **(more or {})}
     if not entry["agree"]:
         entry["first_departure"], entry["explanation"] = first_departure(result)
         entry["cause"] = "drift" if entry["first_departure"] else "check_changed"
