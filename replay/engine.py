@@ -21,10 +21,11 @@ from .call_replay import CallReplay, UNANSWERED, _history_entry, context_variabl
 from .model import Trajectory
 from .policy import Policy
 from .scoring import Revalidation, revalidate_trajectory
-from .session import ReplaySession
+from .session import ReplaySession, SessionEnd
 from .verdicts import judge_run
 
 __all__ = ["CallReplay", "Replayer", "TrajectoryReplay", "UNANSWERED", "context_variables", "recorded_match",
+           "settled_run",
            "world_facts"]
 
 
@@ -81,19 +82,26 @@ class Replayer:
             for turn, call in recorded:
                 session.step(call, turn)
             end = session.close()
-        calls = end.calls
-        critical = {
-            call.key: call.pair.cls
-            for call in calls
-            if call.proposal_judgement.critical or (call.commit_judgement and call.commit_judgement.critical)
-        }
-        original = trajectory.original_verdict.label if trajectory.original_verdict else None
-        result = revalidate_trajectory(original, (call.pair.cls for call in calls), critical)
-        replayed = TrajectoryReplay(
-            trajectory, calls, result, scenario, world=world, policy=self.policy,
-            initial_resources=end.initial_resources, reports=end.reports,
-        )
-        # the run's finding from its recorded verdict and its calls (analysis adds the benchmark's checks)
-        replayed.revalidation = replace(result, finding=judge_run(replayed).finding)
-        return replayed
+        return settled_run(trajectory, end, world, self.policy, scenario)
+
+
+def settled_run(trajectory: Trajectory, end: SessionEnd, world: Mapping[str, Any], policy: Policy,
+                scenario: str | None = None) -> TrajectoryReplay:
+    """A closed session's pairs as the run's replay: its class from its calls' classes and its finding from
+    its recorded verdict, as every command reports them (a live front-end settles its run here too)."""
+    calls = end.calls
+    critical = {
+        call.key: call.pair.cls
+        for call in calls
+        if call.proposal_judgement.critical or (call.commit_judgement and call.commit_judgement.critical)
+    }
+    original = trajectory.original_verdict.label if trajectory.original_verdict else None
+    result = revalidate_trajectory(original, (call.pair.cls for call in calls), critical)
+    replayed = TrajectoryReplay(
+        trajectory, calls, result, scenario, world=world, policy=policy,
+        initial_resources=end.initial_resources, reports=end.reports,
+    )
+    # the run's finding from its recorded verdict and its calls (analysis adds the benchmark's checks)
+    replayed.revalidation = replace(result, finding=judge_run(replayed).finding)
+    return replayed
 

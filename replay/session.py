@@ -10,6 +10,10 @@ requests at once, right behind its load, so an isolated world's server works thr
 builds and calls the stub world and judges; ``step`` then takes them in that order. Without ``ahead`` each
 call reaches the real world when it is stepped, as a live agent makes it.
 
+``step`` is :meth:`~ReplaySession.propose` then :meth:`~ReplaySession.commit`; a live front-end that must
+act between the two moments (a proposal-time approver) calls them itself, and may
+:meth:`~ReplaySession.withhold` a proposed call from the real world.
+
 Examples
 --------
 >>> with ReplaySession(policy, world, principal="alice") as session:  # doctest: +SKIP
@@ -42,12 +46,12 @@ from .call_replay import (
     world_facts,
 )
 from .model import ToolCall
-from .policy import Policy
+from .policy import Judgement, Policy
 from .rebuilt_world import RealWorld, final_report
-from .scoring import classify_pair, harness_error_pair, unknown_tool_pair
+from .scoring import ResolutionContext, classify_pair, harness_error_pair, unknown_tool_pair
 from .tools import world_tools
 
-__all__ = ["ReplaySession", "SessionEnd", "call_request"]
+__all__ = ["Proposal", "ReplaySession", "SessionEnd", "call_request"]
 
 
 @dataclass
@@ -58,6 +62,25 @@ class SessionEnd:
     calls: list[CallReplay]
     initial_resources: frozenset[str]
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class Proposal:
+    """A call made in the stub world and judged at proposal, waiting for the real world: what
+    :meth:`ReplaySession.propose` gives (``done`` is the whole pair of a call no world is asked about)."""
+
+    call: ToolCall
+    turn: int
+    declared: str
+    binding: Binding | None
+    request: dict[str, Any] | None
+    stub: Outcome | None = None
+    variables: dict[str, Any] | None = field(default=None, repr=False)
+    judgement: Judgement | None = None
+    context: ResolutionContext | None = None
+    history_len: int = 0
+    harness_error: str | None = None
+    done: CallReplay | None = None
 
 
 class Router:
@@ -120,6 +143,7 @@ class ReplaySession:
         self._real_history: list[dict[str, Any]] = []
         self._end: SessionEnd | None = None
         self._shut_down = False
+        self._proposed: Proposal | None = None
         self._ahead = list(ahead) if ahead is not None else None
         self._planned = [self.request(call) for call in self._ahead] if self._ahead is not None else None
         requests = (None if self._planned is None
@@ -152,29 +176,66 @@ class ReplaySession:
     def step(self, call: ToolCall, turn: int = 1) -> CallReplay:
         """Judge one call at both moments and score the pair; a call no domain or binding knows is scored
         ``unknown_tool`` without asking a world. With ``ahead``, the calls come in its order."""
+        return self.commit(self.propose(call, turn))
+
+    def propose(self, call: ToolCall, turn: int = 1) -> Proposal:
+        """The first half of :meth:`step`: the call made in the stub world and judged at proposal, so a
+        caller can act on the proposal verdict before the real world sees the call. :meth:`commit` or
+        :meth:`withhold` it before proposing the next."""
         if self._shut_down:
             raise RuntimeError("this session is closed")
+        if self._proposed is not None:
+            raise RuntimeError(f"call {self._proposed.call.key} is proposed and neither committed nor withheld")
         if self._planned is not None:
             assert self._ahead is not None
             index = len(self.calls)
             if index >= len(self._ahead) or (self._ahead[index] is not call and self._ahead[index] != call):
                 raise ValueError(f"call {call.key} is not the next of the calls given up front")
             declared, binding, request = self._planned[index]
-            real_outcome: Callable[[], dict[str, Any] | EnvError] = self._real.next_outcome
         else:
             declared, binding, request = self.request(call)
-            real_outcome = lambda: self._real.outcome_of(request)  # noqa: E731
         if request is None:
-            replay = self._unknown(turn, call, declared)
+            proposal = Proposal(call, turn, declared, None, None, done=self._unknown(turn, call, declared))
         else:
-            replay = self._judged(turn, call, declared, binding, request, real_outcome)
+            proposal = self._proposal(turn, call, declared, binding, request)
+        self._proposed = proposal
+        return proposal
+
+    def commit(self, proposal: Proposal) -> CallReplay:
+        """The second half of :meth:`step`: the proposed call made in the real world, judged at commit, and
+        the pair scored."""
+        self._take(proposal)
+        if proposal.done is not None:
+            replay = proposal.done
+        else:
+            request = proposal.request
+            real_outcome: Callable[[], dict[str, Any] | EnvError] = (
+                self._real.next_outcome if self._planned is not None
+                else lambda: self._real.outcome_of(request))  # noqa: E731
+            replay = self._committed(proposal, real_outcome)
         self.calls.append(replay)
         return replay
 
-    def _judged(self, turn: int, call: ToolCall, declared: str, binding: Binding | None,
-                request: Mapping[str, Any], real_outcome: Callable[[], dict[str, Any] | EnvError]) -> CallReplay:
-        """The call into the stub world, paired with the real world's outcome of its request."""
-        stub_history, real_history, facts = self._stub_history, self._real_history, self._facts
+    def withhold(self, proposal: Proposal) -> CallReplay:
+        """A proposed call the real world never sees (a proposal-time gate refused it): scored without a
+        commit context, ``unscoreable (no_commit)``; it stays in the stub world's history only. Not with
+        ``ahead``, whose real world has every call already."""
+        if self._planned is not None:
+            raise RuntimeError("a session given its calls up front commits every one")
+        self._take(proposal)
+        replay = proposal.done or self._replay(proposal, None, None, None, proposal.harness_error)
+        self.calls.append(replay)
+        return replay
+
+    def _take(self, proposal: Proposal) -> None:
+        if self._proposed is not proposal:
+            raise RuntimeError(f"call {proposal.call.key} is not the call proposed last")
+        self._proposed = None
+
+    def _proposal(self, turn: int, call: ToolCall, declared: str, binding: Binding | None,
+                  request: dict[str, Any]) -> Proposal:
+        """The call in the stub world, judged: the proposal context."""
+        stub_history = self._stub_history
         harness_error = None
         try:
             stub, stub_state = _split_state(self._stub.call(request))
@@ -182,6 +243,17 @@ class ReplaySession:
         except EnvError as exc:  # the stub could not answer (a domain fault): this call alone is lost
             stub, stub_state = _unanswered(exc), {}
             harness_error = f"stub world: {type(exc).__name__}: {exc}"
+        judged_history = len(stub_history)
+        variables = context_variables(call, stub, declared, stub_history, self._facts, binding, stub_state)
+        judgement = self.policy.judge(variables)
+        if self._keep_history:
+            stub_history.append(_history_entry(call, variables))
+        return Proposal(call, turn, declared, binding, request, stub, variables, judgement,
+                        _context("proposal", stub, variables, judgement), judged_history, harness_error)
+
+    def _committed(self, proposal: Proposal, real_outcome: Callable[[], dict[str, Any] | EnvError]) -> CallReplay:
+        """The proposed call's outcome in the real world, judged, and paired with its proposal."""
+        call, binding, harness_error = proposal.call, proposal.binding, proposal.harness_error
         real: Outcome | None
         real_state: dict[str, Any] = {}
         try:
@@ -193,38 +265,38 @@ class ReplaySession:
         except EnvError as exc:
             real = None
             harness_error = "; ".join(filter(None, (harness_error, f"{type(exc).__name__}: {exc}")))
-        keep_history = self._keep_history
-        judged_history = len(stub_history)
-        proposal_vars = context_variables(call, stub, declared, stub_history, facts, binding, stub_state)
-        proposal_judgement = self.policy.judge(proposal_vars)
-        proposal = _context("proposal", stub, proposal_vars, proposal_judgement)
         commit = commit_judgement = None
         if real is not None:
-            commit_vars = context_variables(call, real, declared, real_history, facts, binding, real_state)
+            commit_vars = context_variables(call, real, proposal.declared, self._real_history, self._facts, binding,
+                                            real_state)
             if real.resolution is not None:
                 commit_judgement = self.policy.judge(commit_vars)
                 commit = _context("commit", real, commit_vars, commit_judgement)
-            if keep_history:
-                real_history.append(_history_entry(call, commit_vars))
-        if keep_history:
-            stub_history.append(_history_entry(call, proposal_vars))
+            if self._keep_history:
+                self._real_history.append(_history_entry(call, commit_vars))
+        return self._replay(proposal, real, commit, commit_judgement, harness_error)
+
+    def _replay(self, proposal: Proposal, real: Outcome | None, commit: ResolutionContext | None,
+                commit_judgement: Judgement | None, harness_error: str | None) -> CallReplay:
+        call, stub = proposal.call, proposal.stub
+        assert stub is not None and proposal.context is not None and proposal.judgement is not None
         return CallReplay(
             key=call.key,
-            turn=turn,
+            turn=proposal.turn,
             call=call,
             stub=stub,
             real=real,
-            proposal=proposal,
+            proposal=proposal.context,
             commit=commit,
-            proposal_judgement=proposal_judgement,
+            proposal_judgement=proposal.judgement,
             commit_judgement=commit_judgement,
             pair=(harness_error_pair(harness_error or "") if stub.error_code == UNANSWERED
-                  else classify_pair(proposal, commit)),
+                  else classify_pair(proposal.context, commit)),
             recorded_match=recorded_match(call.result, stub),
             harness_error=harness_error,
-            bound_to=binding.to if binding else None,
-            proposal_variables=proposal_vars,
-            proposal_history_len=judged_history,
+            bound_to=proposal.binding.to if proposal.binding else None,
+            proposal_variables=proposal.variables,
+            proposal_history_len=proposal.history_len,
         )
 
     def _unknown(self, turn: int, call: ToolCall, declared: str) -> CallReplay:
