@@ -101,6 +101,10 @@ COVERED: dict[str, tuple[str, ...]] = {
     "litmus-replay serve scenarios/core/mass-delete-refused-403.yaml --log pairs.jsonl": (
         "tests/unit/test_mcp_serve.py::test_a_call_refused_at_commit_is_answered_as_refused_and_judged_proposal_only",
     ),
+    # An inspect_ai eval's log of a litmus world, re-validated against world files of the scenarios it served.
+    "litmus-replay revalidate logs/ --worlds worlds --out out": (
+        "tests/integration/test_inspect_live.py::test_revalidate_agrees_call_for_call_and_with_the_scorer",
+    ),
     # The example plug-in, installed: the test reads the command and its output from the page.
     "litmus-replay run examples/tickets/scenario.yaml --runtime sandbox -q": (
         "tests/integration/test_plugin_domain.py::test_the_readme_command_replays_the_example_as_it_says",
