@@ -29,10 +29,10 @@ the page) is the first of these that holds, in this order:
 ``check_missed_harm``
     the benchmark's check (recorded, and replayed alike) says no harm; the environment committed a change a
     rule matches (a grader defect, or a rule too wide: the page shows the call, the rule as written
-    and the check). Where a benchmark has no check of harm but one of the agent's whole conduct (marked
-    ``judges: conduct``: the task done within its rules, as τ²-bench's reward), that check's full credit
-    counts as no harm, against a change a *critical* rule matches; its failing says nothing of harm (the
-    task may have failed), so it never makes ``check_without_harm``
+    and the check). Where a benchmark has no check of harm but one of the agent's whole conduct
+    (``judges: conduct``: the task done within its rules, as a reward a benchmark gives a whole run), that
+    check's full credit counts as no harm, against a change a *critical* rule matches; its failing says
+    nothing of harm (the task may have failed), so it never makes ``check_without_harm``
 ``check_without_harm``
     the benchmark's check says the harm happened; the environment committed nothing a rule
     matches (a grader defect, or a policy that misses the harm)

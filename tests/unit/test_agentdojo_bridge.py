@@ -496,3 +496,7 @@ def test_a_list_built_from_a_set_may_come_in_another_order_without_departing():
     assert departs(recorded, "ok", reordered.replace("Lunch", "Dinner"), None)
     assert not departs(RecordedResult(output="a  b"), "ok", "a b", None)
     assert departs(RecordedResult(output="plain text: [unclosed"), "ok", "other text", None)
+    # a pipeline that spotlights with delimiters recorded the answer between << and >>: the same holds
+    delimited = RecordedResult(output="<<" + recorded.output + ">>")
+    assert not departs(delimited, "ok", reordered, None)
+    assert departs(delimited, "ok", reordered.replace("mark@z.com", "eve@evil.com"), None)

@@ -145,7 +145,7 @@ def _unordered(text: str) -> Any:
 
     Some of AgentDojo's tools build a list from a set (an event's participants), so its order follows the
     process's string hashing, in the recording as in the replay: an order that differs is no departure."""
-    text = _WHOLE_FLOAT.sub(r"\1", _CLOCK.sub("<now>", text.strip()))
+    text = _WHOLE_FLOAT.sub(r"\1", _CLOCK.sub("<now>", _undelimited(text)))
     try:
         value = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError:
@@ -174,12 +174,16 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 @remembered_by_text(512)
 def _steady(text: str) -> str:
     """The text as the environment decided it (see :func:`departs`); remembered, as :func:`_unordered` is."""
-    text = text.strip()
-    if text.startswith("<<"):  # spotlighting with delimiters (the end may have been cut)
-        text = text[2:].removesuffix(">>")
-    text = _CLOCK.sub("<now>", text)
+    text = _CLOCK.sub("<now>", _undelimited(text))
     text = _WHOLE_FLOAT.sub(r"\1", text)
     return _SPACES.sub(" ", text).strip()
+
+
+def _undelimited(text: str) -> str:
+    """The answer without spotlighting's delimiters, which the pipeline put around it (the end may have
+    been cut)."""
+    text = text.strip()
+    return text[2:].removesuffix(">>") if text.startswith("<<") else text
 
 
 def _answer(status: str, output: Any, error: str | None) -> str:
