@@ -106,13 +106,16 @@ def first_departure(result: TrajectoryReplay, check_error: str | None = None) ->
 
 
 def departure_diff(result: TrajectoryReplay, key: str | None, limit: int = 12) -> list[str]:
-    """A unified diff (no context) of the recorded and the replayed answer of call ``key``, at most ``limit`` lines."""
+    """A unified diff (no context) of the recorded and the replayed answer of call ``key``, at most ``limit``
+    lines. A clock's time (what AgentDojo stamps with ``datetime.now()``) is ``<now>`` on both sides: it
+    departs from nothing (see :func:`departs`), and a diff holding today's time would make a batch's
+    outputs differ from one run of it to the next."""
     replay = next((call for call in result.calls if call.key == key), None)
     if replay is None or replay.call.result is None or replay.real is None:
         return []
     recorded, real = replay.call.result, replay.real
-    said = _answer(recorded.status, recorded.output, recorded.error)
-    got = _answer(real.status, real.output, real.error)
+    said = _CLOCK.sub("<now>", _answer(recorded.status, recorded.output, recorded.error))
+    got = _CLOCK.sub("<now>", _answer(real.status, real.output, real.error))
     diff = difflib.unified_diff(said.splitlines(), got.splitlines(), "recorded", "replayed", n=0, lineterm="")
     lines = [line if len(line) <= 240 else line[:239] + "…" for line in itertools.islice(diff, limit + 1)]
     return lines[:limit] + (["…"] if len(lines) > limit else [])
