@@ -211,6 +211,33 @@ def test_inspect_ai_reader_agrees_with_the_own_reader():
     assert [(c.tool, c.arguments, c.result) for c in calls(theirs)] == [(c.tool, c.arguments, c.result) for c in calls(ours)]
 
 
+def test_the_own_reader_reads_the_versions_it_knows_and_hands_inspect_ai_the_others(tmp_path, monkeypatch):
+    from litmus_replay.adapters import inspect_log
+
+    handed: list[Path] = []
+
+    def inspect_ai_reader(path):
+        handed.append(path)
+        return inspect_log._read_own(path)[:2]
+
+    monkeypatch.setattr(inspect_log, "inspect_ai_available", lambda: True)
+    monkeypatch.setattr(inspect_log, "_read_with_inspect_ai", inspect_ai_reader)
+    path = sample("inspect", "log_message_deduplication.eval")
+    only(InspectAdapter().load(path))
+    assert handed == []  # a version this reader knows: inspect_ai is not asked (nor imported)
+    newer = tmp_path / "newer.eval"
+    with zipfile.ZipFile(path) as original, zipfile.ZipFile(newer, "w") as rewritten:
+        for name in original.namelist():
+            raw = original.read(name)
+            if name == "header.json":
+                raw = json.dumps({**json.loads(raw), "version": 99}).encode()
+            if name == "_journal/start.json":
+                raw = json.dumps({**json.loads(raw), "version": 99}).encode()
+            rewritten.writestr(name, raw)
+    only(InspectAdapter().load(newer))
+    assert handed == [newer]
+
+
 # -- tau-bench and tau2-bench ------------------------------------------------------------------------
 
 
