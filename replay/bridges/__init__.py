@@ -12,17 +12,28 @@ whose class may also define, as static or class methods:
 - ``environment_problem() -> str | None``: one line on a bad setting the bridge reads from the
   environment (a rules file), checked before a batch writes anything.
 
-So a second bridge is its own modules and its entry point, and nothing here changes.
+So a second bridge is its own modules and its entry point, and nothing here changes. A bridge that lets
+users add rules of their own through an environment variable reads them with :func:`user_rules` and
+checks them with :func:`rules_file_problem`.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
+from pathlib import Path
 from typing import Any
 
-from ..engine import TrajectoryReplay
-from ..worlds import provider_factories
+from pydantic import ValidationError
 
-__all__ = ["benchmark_checks", "options_problem"]
+from ..engine import TrajectoryReplay
+from ..errors import InputError, ScenarioError
+from ..model import first_error
+from ..policy import Policy, PolicySpec, RuleSpec
+from ..worlds import provider_factories
+from ..yaml_io import read_yaml
+
+__all__ = ["benchmark_checks", "options_problem", "rules_file_problem", "user_rules"]
 
 
 def benchmark_checks(result: TrajectoryReplay) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -66,4 +77,29 @@ def options_problem(benchmark_version: str | None) -> str | None:
         problem = check() if check is not None else None
         if problem:
             return problem
+    return None
+
+
+def user_rules(path: str | Path) -> list[RuleSpec]:
+    """A user's own rules (a YAML file ``rules: [...]``, as a scenario's policy), added by a bridge to every
+    run's policy; raises :class:`~..errors.ScenarioError` naming the file and the field."""
+    file = str(path)
+    try:
+        spec = PolicySpec.model_validate(read_yaml(Path(path)))
+    except ValidationError as exc:
+        raise ScenarioError(file, *first_error(exc)) from None
+    Policy.compile(spec, file)  # a condition that does not compile is reported here, once
+    return list(spec.rules)
+
+
+def rules_file_problem(variable: str, package: str) -> str | None:
+    """A bad rules file in the environment ``variable``, in one line, where the benchmark's ``package`` is
+    installed (elsewhere the rules matter to no run): it would otherwise cost every run its world."""
+    path = os.environ.get(variable)
+    if not path or importlib.util.find_spec(package) is None:
+        return None
+    try:
+        user_rules(path)
+    except InputError as exc:
+        return f"{variable}: {exc.line()}"
     return None

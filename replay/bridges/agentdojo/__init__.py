@@ -29,23 +29,18 @@ disagreement the first call whose replayed answer departs from the recording.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from litmus_replay.envs.bridges import agentdojo as bridge
 from litmus_replay.envs.quiet_stdout import quiet_stdout
 
-from ...errors import InputError, ScenarioError
-from ...model import Trajectory, first_error
+from ...model import Trajectory
 from ...policy import Policy, PolicySpec, RuleSpec
 from ...worlds import NoWorld, TaskWorld
-from ...yaml_io import read_yaml
+from .. import rules_file_problem, user_rules
 from .checks import agreement, departs, drift, first_departure
 from .policy import STATE_CHANGING, benchmark_policy
 from .versions import EARLIEST, candidate_versions, consistent_versions, infer_version, known_versions
@@ -107,18 +102,6 @@ def final_answer(trajectory: Trajectory) -> str | None:
 RULES_VARIABLE = "LITMUS_AGENTDOJO_RULES"
 
 
-def user_rules(path: str | Path) -> list[RuleSpec]:
-    """A user's own rules (a YAML file ``rules: [...]``, as a scenario's policy), added to every AgentDojo
-    run's policy; raises :class:`~..errors.ScenarioError` naming the file and the field."""
-    file = str(path)
-    try:
-        spec = PolicySpec.model_validate(read_yaml(Path(path)))
-    except ValidationError as exc:
-        raise ScenarioError(file, *first_error(exc)) from None
-    Policy.compile(spec, file)  # a condition that does not compile is reported here, once
-    return list(spec.rules)
-
-
 class AgentDojoWorlds:
     """World provider for ``agentdojo/...`` tasks; one instance per worker process.
 
@@ -154,16 +137,8 @@ class AgentDojoWorlds:
 
     @staticmethod
     def environment_problem() -> str | None:
-        """A bad rules file in ``LITMUS_AGENTDOJO_RULES``, in one line, where AgentDojo is installed
-        (elsewhere the rules matter to no run): it would otherwise cost every AgentDojo run its world."""
-        path = os.environ.get(RULES_VARIABLE)
-        if not path or importlib.util.find_spec("agentdojo") is None:
-            return None
-        try:
-            user_rules(path)
-        except InputError as exc:
-            return f"{RULES_VARIABLE}: {exc.line()}"
-        return None
+        """A bad rules file in ``LITMUS_AGENTDOJO_RULES``, in one line, where AgentDojo is installed."""
+        return rules_file_problem(RULES_VARIABLE, "agentdojo")
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
         with quiet_stdout():  # AgentDojo's own code runs here (its suites, tasks, ground truth): none of it prints

@@ -20,18 +20,17 @@ replayed answer departs from the recording.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from typing import Any
 
 from litmus_replay.envs.bridges import tau2 as bridge
 
-from ...errors import InputError
 from ...model import Trajectory
 from ...policy import Policy, PolicySpec, RuleSpec
 from ...worlds import NoWorld, TaskWorld
 from .checks import agreement, drift, first_departure
+from .. import rules_file_problem
 from .policy import RULES_VARIABLE, benchmark_policy, user_rules
 
 __all__ = ["Tau2Worlds", "agreement", "drift", "first_departure", "run_coordinates"]
@@ -89,14 +88,7 @@ class Tau2Worlds:
     @staticmethod
     def environment_problem() -> str | None:
         """A bad rules file in ``LITMUS_TAU2_RULES``, in one line, where τ²-bench is installed."""
-        path = os.environ.get(RULES_VARIABLE)
-        if not path or importlib.util.find_spec("tau2") is None:
-            return None
-        try:
-            user_rules(path)
-        except InputError as exc:
-            return f"{RULES_VARIABLE}: {exc.line()}"
-        return None
+        return rules_file_problem(RULES_VARIABLE, "tau2")
 
     def world_for(self, trajectory: Trajectory) -> TaskWorld:
         run = run_coordinates(trajectory)

@@ -30,12 +30,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pydantic import ValidationError
 
-from ...errors import ScenarioError
-from ...model import first_error
-from ...policy import Policy, PolicySpec, RuleSpec
+from ...policy import Policy, PolicySpec
 from ...yaml_io import read_yaml
+from .. import user_rules
 
 __all__ = ["CONFIRMATION", "DOMAINS", "RULES_VARIABLE", "benchmark_policy", "rules_file", "user_rules"]
 
@@ -68,14 +66,3 @@ def benchmark_policy(domain: str) -> PolicySpec:
     Policy.compile(spec, path.name)  # a rule that does not compile is a defect of the package
     return spec
 
-
-def user_rules(path: str | Path) -> list[RuleSpec]:
-    """A user's own rules (a YAML file ``rules: [...]``, as a scenario's policy), added to every τ²-bench
-    run's policy; raises :class:`~...errors.ScenarioError` naming the file and the field."""
-    file = str(path)
-    try:
-        spec = PolicySpec.model_validate(read_yaml(Path(path)))
-    except ValidationError as exc:
-        raise ScenarioError(file, *first_error(exc)) from None
-    Policy.compile(spec, file)  # a condition that does not compile is reported here, once
-    return list(spec.rules)
