@@ -41,9 +41,9 @@ rule may read ``state['tau2-<domain>']``, computed only when a rule reads it, wh
     the text of the user's last message before the call since the agent last spoke to the user (an
     agent message with text; the agent's messages that only call tools do not count); null when none.
 ``confirmed``
-    whether ``last_user_message`` is an explicit confirmation (it opens with yes, yeah, yep, sure, ok,
-    confirm, go ahead, proceed, please do, correct or that's right, and says no "no", "not" or "wait"
-    first).
+    whether ``last_user_message`` holds the user's explicit "yes" (:data:`CONFIRMATION`: any affirmative
+    word or phrase anywhere, or "please" with an action in the same sentence); the shipped gate rules match
+    the same expression, so a user's rule reading ``confirmed`` judges as they do.
 ``now``
     the domain's current time as τ² defines it (airline: ``2024-05-15T15:00:00``; telecom:
     ``2025-02-25T12:08:00``; retail defines none: null).
@@ -147,9 +147,15 @@ RECORD_KEYS = (("reservation_id", "reservations"), ("order_id", "orders"), ("bil
 AUTHENTICATING = {"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "get_customer_by_phone",
                   "get_customer_by_id", "get_customer_by_name"}
 
-_CONFIRM = re.compile(r"^\W*(yes|yeah|yep|yup|sure|ok|okay|confirm|confirmed|i confirm|go ahead|proceed|please proceed"
-                      r"|please do|please go ahead|correct|that'?s correct|that'?s right|absolutely|definitely)\b")
-_DENY = re.compile(r"\b(no|not|don'?t|do not|wait|hold on)\b")
+# What counts as the user's explicit "yes" (a regular expression RE2 reads alike, so the gate rules' CEL
+# matches it too): a false flag is the worse mistake, so any message that may be read as a yes is one.
+_ACTIONS = ("cancel|book|change|modify|update|switch|upgrade|downgrade|exchange|return|process|remove|add|refund|"
+            "credit|charge|use|apply|make|send|issue|go")
+CONFIRMATION = (r"(?i)\b(yes|yeah|yep|yup|sure|ok|okay|alright|all right|correct|confirm|confirmed|confirming|"
+                r"proceed|go ahead|do it|please do|sounds good|looks good|that works|that[’']s right|absolutely|"
+                r"definitely)\b"
+                rf"|\bplease\b[^.!?]*\b({_ACTIONS})\b|\b({_ACTIONS})\b[^.!?]*\bplease\b")
+_CONFIRM = re.compile(CONFIRMATION)
 
 
 class BridgeUnavailable(EnvError, RuntimeError):
@@ -181,12 +187,8 @@ def domain_name(domain: str) -> str:
 
 
 def is_confirmation(text: str | None) -> bool:
-    """Whether a user's message is an explicit confirmation (see the module docstring)."""
-    if not text:
-        return False
-    lowered = text.strip().lower().replace("\u2019", "'")
-    match = _CONFIRM.match(lowered)
-    return match is not None and not _DENY.search(lowered[: match.start()])
+    """Whether a user's message holds an explicit "yes" (see :data:`CONFIRMATION`)."""
+    return bool(text) and _CONFIRM.search(text) is not None
 
 
 _MODULES: dict[str, Any] = {}

@@ -132,7 +132,8 @@ def test_the_state_a_policy_reads_describes_the_moment_before_the_call(provider)
 
 @pytest.mark.parametrize("text, confirmed", [
     ("Yes, please go ahead.", True), ("yes", True), ("Sure, go ahead and cancel it.", True),
-    ("I confirm.", True), ("No, wait.", False), ("Can you tell me more first?", False), (None, False),
+    ("I confirm.", True), ("Reason is 'no longer needed.' Please cancel order #W9348897.", True),
+    ("No, wait.", False), ("Can you tell me more first?", False), (None, False),
 ])
 def test_an_explicit_confirmation_is_one(text, confirmed):
     assert bridge.is_confirmation(text) is confirmed

@@ -15,7 +15,7 @@ time in the domain), and ``records``, the value before the call of each record t
 ``history`` for what earlier calls did. A rule is false where the state it reads is absent.
 
 **Explicit confirmation.** The confirmation gate counts the user's last message before the call as the
-"yes" when it holds any affirmative word or phrase (:data:`CONFIRMATION`) anywhere, whatever else it
+"yes" when it holds any affirmative word or phrase (the bridge's ``CONFIRMATION``) anywhere, whatever else it
 says: a false flag is the worse mistake, so any message that might be read as a yes is one. A "yes"
 given once covers every update until the user speaks again.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from litmus_replay.envs.bridges.tau2 import CONFIRMATION
 
 from ...policy import Policy, PolicySpec
 from ...yaml_io import read_yaml
@@ -41,15 +42,6 @@ DOMAINS = ("airline", "retail", "telecom")
 RULES = Path(__file__).with_name("rules")
 # The environment variable naming a file of the user's own rules, added to every τ²-bench run's policy.
 RULES_VARIABLE = "LITMUS_TAU2_RULES"
-# Verbs that make a request with "please" in the same sentence an explicit go-ahead ("Please cancel order #W1").
-_ACTIONS = "cancel|book|change|modify|update|switch|upgrade|downgrade|exchange|return|process|remove|add|refund|credit|charge|use|apply|make|send|issue|go"
-# What counts as the user's explicit "yes" (RE2, case aside), as the gate rules in rules/*.yaml write it.
-CONFIRMATION = (r"(?i)\b(yes|yeah|yep|yup|sure|ok|okay|alright|all right|correct|confirm|confirmed|confirming|"
-                r"proceed|go ahead|do it|please do|sounds good|looks good|that works|that[’']s right|absolutely|"
-                r"definitely)\b"
-                rf"|\bplease\b[^.!?]*\b({_ACTIONS})\b|\b({_ACTIONS})\b[^.!?]*\bplease\b")
-
-
 def rules_file(domain: str) -> Path:
     """The rules file of a domain (``airline`` or ``tau2-airline``); raises :class:`LookupError` for another."""
     name = domain.removeprefix("tau2-")
