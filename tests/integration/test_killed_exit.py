@@ -77,6 +77,19 @@ def _living(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
     return living
 
 
+def _described(processes: set[tuple[int, str]]) -> list[str]:
+    """Each process's pid, state and command line, to say which outlived its parent."""
+    out = []
+    for pid, _ in sorted(processes):
+        stat = _stat(pid)
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            argv = "?"
+        out.append(f"{pid} {stat[1] if stat else '-'} parent {stat[0] if stat else '-'}: {argv[:200]}")
+    return out
+
+
 def _marked(mark: str) -> list[int]:
     """Host pids of the marked command (a container's processes are the host's too)."""
     pids = []
@@ -217,7 +230,10 @@ def test_nothing_outlives_a_killed_process(isolated_runtime, tmp_path, target, s
             held = _kill_held(process.pid, process.pid, signal.SIGKILL)
             killed |= held
         process.wait(timeout=PATIENCE)
-        _wait_for(lambda: not _living(held), f"every process of the killed tree to end: {_living(held)}")
+        try:
+            _wait_for(lambda: not _living(held), "every process of the killed tree to end")
+        except pytest.fail.Exception:  # say which outlived it: a pool worker, a launcher, a server
+            pytest.fail(f"still running {PATIENCE:g} s after the kill: {_described(_living(held))}")
         _wait_for(lambda: not _marked(mark), "the marked command to end")
         # the next run reaps what a SIGKILL left
         subprocess.run([sys.executable, "-c", "import sys; from litmus_replay.envs.runtime import get_runtime; "
