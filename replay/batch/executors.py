@@ -56,13 +56,14 @@ def execute_local(runs: Iterable[Run], jobs: int, work: Work, on_line: Callable[
               lambda part, exc: lost.extend(part),  # BrokenProcessPool, an unpicklable result: retried, run by run
               idle, warm)
     if lost:
-        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line, on_note)
+        _run_apart(sorted(lost, key=lambda run: run.order), jobs, work, on_line, on_note, warm)
 
 
 def _run_apart(runs: list[Run], width: int, work: Work, on_line: Callable[[dict[str, Any]], None],
-               on_note: Callable[[str], None] | None = None) -> None:
+               on_note: Callable[[str], None] | None = None, warm: Callable[[], Any] | None = None) -> None:
     """Each run as its own task, at most ``width`` in flight, a fresh pool after any breaks; with
-    ``width`` 1 a run that fails is the one to blame, and is a harness error."""
+    ``width`` 1 a run that fails is the one to blame, and is a harness error. Its workers start as the
+    first pool's do (``warm``): among other things, that is what makes each end with the batch process."""
     suspects: list[Run] = []
 
     def failed(part: list[Run], exc: BaseException) -> None:
@@ -71,9 +72,9 @@ def _run_apart(runs: list[Run], width: int, work: Work, on_line: Callable[[dict[
         else:
             suspects.extend(part)
 
-    _in_pools(([run] for run in runs), width, width, work, _each(on_line, on_note), failed)
+    _in_pools(([run] for run in runs), width, width, work, _each(on_line, on_note), failed, warm=warm)
     if suspects:
-        _run_apart(suspects, 1, work, on_line, on_note)
+        _run_apart(suspects, 1, work, on_line, on_note, warm)
 
 
 def _each(on_line: Callable[[dict[str, Any]], None],
