@@ -33,7 +33,7 @@ from ..policy import Policy, PolicySpec, RuleSpec
 from ..worlds import provider_factories
 from ..yaml_io import read_yaml
 
-__all__ = ["benchmark_checks", "options_problem", "rules_file_problem", "user_rules"]
+__all__ = ["benchmark_checks", "options_problem", "rules_file_problem", "rules_from_environment", "user_rules"]
 
 
 def benchmark_checks(result: TrajectoryReplay) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -90,6 +90,12 @@ def user_rules(path: str | Path) -> list[RuleSpec]:
         raise ScenarioError(file, *first_error(exc)) from None
     Policy.compile(spec, file)  # a condition that does not compile is reported here, once
     return list(spec.rules)
+
+
+def rules_from_environment(variable: str) -> list[RuleSpec]:
+    """The user's rules in the file the environment ``variable`` names, or none where it names none."""
+    path = os.environ.get(variable)
+    return user_rules(path) if path else []
 
 
 def rules_file_problem(variable: str, package: str) -> str | None:

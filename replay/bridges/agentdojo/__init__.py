@@ -29,7 +29,6 @@ disagreement the first call whose replayed answer departs from the recording.
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import replace
 from typing import Any
@@ -40,7 +39,7 @@ from litmus_replay.envs.quiet_stdout import quiet_stdout
 from ...model import Trajectory
 from ...policy import Policy, PolicySpec, RuleSpec
 from ...worlds import NoWorld, TaskWorld
-from .. import rules_file_problem, user_rules
+from .. import rules_file_problem, rules_from_environment, user_rules
 from .checks import agreement, departs, drift, first_departure
 from .policy import STATE_CHANGING, benchmark_policy
 from .versions import EARLIEST, candidate_versions, consistent_versions, infer_version, known_versions
@@ -113,10 +112,7 @@ class AgentDojoWorlds:
     name = "agentdojo"
 
     def __init__(self, extra_rules: list[RuleSpec] | None = None, benchmark_version: str | None = None) -> None:
-        if extra_rules is None:
-            path = os.environ.get(RULES_VARIABLE)
-            extra_rules = user_rules(path) if path else []
-        self.extra_rules = extra_rules
+        self.extra_rules = rules_from_environment(RULES_VARIABLE) if extra_rules is None else extra_rules
         # Every run's version when given (``revalidate --benchmark-version``, passed by the world catalog);
         # else each run's own, recorded or inferred (see :mod:`.versions`).
         self.benchmark_version = benchmark_version or None

@@ -20,7 +20,6 @@ replayed answer departs from the recording.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
@@ -30,8 +29,8 @@ from ...model import Trajectory
 from ...policy import Policy, PolicySpec, RuleSpec
 from ...worlds import NoWorld, TaskWorld
 from .checks import agreement, drift, first_departure
-from .. import rules_file_problem
-from .policy import RULES_VARIABLE, benchmark_policy, user_rules
+from .. import rules_file_problem, rules_from_environment
+from .policy import RULES_VARIABLE, benchmark_policy
 
 __all__ = ["Tau2Worlds", "agreement", "drift", "first_departure", "run_coordinates"]
 
@@ -64,10 +63,7 @@ class Tau2Worlds:
     name = NAME
 
     def __init__(self, extra_rules: list[RuleSpec] | None = None, benchmark_version: str | None = None) -> None:
-        if extra_rules is None:
-            path = os.environ.get(RULES_VARIABLE)
-            extra_rules = user_rules(path) if path else []
-        self.extra_rules = extra_rules
+        self.extra_rules = rules_from_environment(RULES_VARIABLE) if extra_rules is None else extra_rules
         self.benchmark_version = benchmark_version or None
         self._policies: dict[str, Policy] = {}
         self._lock = threading.Lock()
