@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import limits
 from .errors import PolicyError
-from .policy_functions import FUNCTIONS
+from .policy_functions import FUNCTIONS, raise_interrupt
 from .rule_tools import guarded_tools
 
 Verdict = Literal["allow", "deny"]
@@ -306,8 +306,10 @@ class Policy:
             try:
                 result = rule.program.execute(context)
             except Exception as exc:  # the CEL library raises KeyError/TypeError/RuntimeError alike
+                raise_interrupt()  # a Ctrl-C inside a policy function, which the library made an error
                 errors.append(f"rule {rule.spec.id!r} could not be evaluated: {type(exc).__name__}: {exc}")
                 continue
+            raise_interrupt()  # or absorbed, as CEL's `||` and `&&` absorb an error beside a deciding side
             if not isinstance(result, bool):
                 errors.append(f"rule {rule.spec.id!r} returned {type(result).__name__}, not a boolean")
                 continue

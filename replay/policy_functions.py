@@ -26,12 +26,13 @@ history needs no guards.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from . import value_kinds
 
-__all__ = ["FUNCTIONS", "count_by", "get", "sum_by", "total"]
+__all__ = ["FUNCTIONS", "count_by", "get", "raise_interrupt", "sum_by", "total"]
 
 _MISSING = object()
 
@@ -108,5 +109,38 @@ def get(value: Any, path: Any, default: Any) -> Any:
     return default if found is _MISSING else found
 
 
-FUNCTIONS: dict[str, Callable[..., Any]] = {"sum": total, "count_by": count_by, "sum_by": sum_by, "get": get,
-                                             **value_kinds.FUNCTIONS}
+_interrupted = threading.local()  # per thread: Dask's workers judge calls in several
+
+
+def _passing_interrupts(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` as CEL calls it. The CEL library turns anything a Python function raises into its own
+    error, a Ctrl-C or a SIGTERM's exit included, which would then read as a rule that could not be
+    evaluated while the batch went on: such an exception is kept here, for :func:`raise_interrupt`."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return function(*args)
+        except Exception:
+            raise
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit
+            _interrupted.exception = exc
+            raise
+
+    call.__name__ = call.__qualname__ = function.__name__
+    call.__doc__ = function.__doc__
+    return call
+
+
+def raise_interrupt() -> None:
+    """Raise, after a CEL evaluation, the interrupt one of these functions received during it, if any."""
+    exception = getattr(_interrupted, "exception", None)
+    if exception is not None:
+        _interrupted.exception = None
+        raise exception
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    name: _passing_interrupts(function)
+    for name, function in {"sum": total, "count_by": count_by, "sum_by": sum_by, "get": get,
+                           **value_kinds.FUNCTIONS}.items()
+}

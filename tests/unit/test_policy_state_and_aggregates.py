@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ from litmus_replay.envs.runtime import InProcessRuntime, InProcessWorld
 from litmus_replay.replay.engine import Replayer
 from litmus_replay.replay.model import Trajectory
 from litmus_replay.replay.policy import Policy, PolicySpec, RuleSpec
+from litmus_replay.replay import policy_functions
 from litmus_replay.replay.policy_functions import count_by, get, sum_by, total
 from litmus_replay.replay.scenario import load_scenario
 from litmus_replay.replay.scoring import PairClass
@@ -88,6 +90,22 @@ def test_a_count_by_tool_in_a_condition():
 def test_a_function_given_the_wrong_kind_is_a_policy_error_never_a_match():
     judgement = _policy("sum(history) > 0").judge({"history": {"not": "a list"}, "committed": True})
     assert judgement.verdict == "allow" and "could not be evaluated" in judgement.errors[0]
+
+
+@pytest.mark.parametrize("condition", ["sum(history, 'amount') > 10", "sum(history, 'amount') > 10 || tool == 'x'",
+                                       "tool == 'y' || sum(history, 'amount') > 10"])
+def test_a_ctrl_c_inside_a_policy_function_interrupts_the_judgement_never_reads_as_a_rule_error(monkeypatch, condition):
+    # The CEL library turns what a Python function raises into its own error (and `||` absorbs one beside a
+    # true side): a Ctrl-C there must still stop the batch, not be recorded as a rule that failed to evaluate.
+    def interrupted(values):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(policy_functions, "_add", interrupted)
+    policy = _policy(condition)
+    with pytest.raises(KeyboardInterrupt):
+        policy.judge({"history": [{"amount": 20}], "tool": "x", "committed": True})
+    monkeypatch.undo()
+    assert policy.judge({"history": [{"amount": 20}], "tool": "y", "committed": True}).errors == ()  # nothing left over
 
 
 # --- which variables a policy reads --------------------------------------------------------------------------
