@@ -1,10 +1,10 @@
 """Hosts (sandboxes, containers) kept for the next world, written once for both isolated runtimes.
 
-A host is made for a key (what it was started with: its principals' ``/etc``, its mounts); a world is
+A host is made for a key (what it was started with: its ``/etc``, its mounts); a world is
 opened on an idle host of its key, else on the warm spare if its key matches, else on a new host. When the
 world closes, its host is kept (after the server's ``close``, which tears the world down) unless it ran a
-tool that may leave state a reload does not rebuild, lost its server, hosted its quota of worlds, or the
-pool is full — then it is stopped. A world that loses its server stops its host at once.
+tool that may leave state a reload does not rebuild, lost its server, is due to retire (``retire``: a
+sandbox's server near its CPU limit), or the pool is full — then it is stopped. A world that loses its server stops its host at once.
 
 Every host costs a server's start (an interpreter and its imports), so the pool starts none it will not
 use: the warm spare is started only for a key whose hosts are not kept (reuse off, or its last host was
@@ -46,18 +46,18 @@ H = TypeVar("H", bound=Host)
 
 class Pool(Generic[H]):
     """``start(key)`` makes a host, ``stop(host)`` ends one. ``idle``: hosts kept, least recently used out
-    first; ``warm``: keep one host booting for the next world of the same key; ``max_worlds``: retire a host
-    after this many worlds."""
+    first; ``warm``: keep one host booting for the next world of the same key; ``retire(host)``: whether a
+    host whose world closed is worn out, and stopped rather than kept."""
 
     def __init__(self, start: Callable[[Hashable], H], stop: Callable[[H], None], *, idle: int, warm: bool = False,
-                 max_worlds: int | None = None, close_timeout: float = 10.0,
+                 retire: Callable[[H], bool] | None = None, close_timeout: float = 10.0,
                  start_many: Callable[[list[Hashable]], list[H]] | None = None):
         self._start = start
         self._start_many = start_many or (lambda keys: [start(key) for key in keys])
         self._stop = stop
         self.idle_limit = idle
         self.warm = warm
-        self.max_worlds = max_worlds
+        self.retire = retire
         self.close_timeout = close_timeout
         self._live: dict[int, H] = {}
         self._idle: list[tuple[Hashable, H]] = []
@@ -134,7 +134,7 @@ class Pool(Generic[H]):
 
     def _wants_spare(self, key: Hashable) -> bool:
         """Whether the next world of ``key`` will need a new host: hosts are not reused, or this key's last
-        one was stopped (a tainting tool, a lost server, its quota of worlds)."""
+        one was stopped (a tainting tool, a lost server, worn out)."""
         with self._lock:
             return self.idle_limit <= 0 or key in self._unkept
 
@@ -228,7 +228,7 @@ class Pool(Generic[H]):
         host.worlds += 1
         client = host.client
         keep = (not self.closed and not host.tainted and client is not None and not client.broken and host.alive()
-                and (self.max_worlds is None or host.worlds < self.max_worlds) and self.idle_limit > 0)
+                and self.idle_limit > 0 and not (self.retire is not None and self.retire(host)))
         with self._lock:
             keep = keep and id(host) in self._live
         closing = None

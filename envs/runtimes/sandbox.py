@@ -8,7 +8,8 @@ subordinate ids, or only its own uid where it has none (see :mod:`._idmap`; the 
 read-only tmpfs holding read-only binds of ``/usr`` (``/bin``, ``/lib*`` as the host has them: symlinks
 under usr-merge), the Python installation, this package, pyfakefs and the code the world's domains
 declare (see :mod:`.hosting`); a generated ``/etc`` (passwd and
-group list the world's principals; nothing of the host's but ``ld.so.cache``); a private ``/tmp``; a
+group list the world's principals, unless its domains all keep their state in memory and so read no file;
+nothing of the host's but ``ld.so.cache``); a private ``/tmp``; a
 size-limited tmpfs at ``/world`` where the server lays the world out; ``/proc`` of the new pid namespace and
 a minimal ``/dev``. The network namespace holds only loopback. Every process in it runs with no-new-privs,
 under rlimits (address space, processes, CPU, file size, no core dumps), and the server keeps only the
@@ -75,12 +76,15 @@ PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 HINT = "use --runtime docker or --runtime inprocess"
 STAGING_PREFIX = "litmus-sandbox-"  # then the owner's pid and start time (see .owner)
 MiB = 1024 * 1024
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # Where no memory cgroup bounds a sandbox's processes together, each is held to this much address space.
 FALLBACK_MEMORY = 512 * MiB
 
-# A reused sandbox's server accumulates CPU time against RLIMIT_CPU: retire it well before the limit.
+# A reused sandbox's server accumulates CPU time against RLIMIT_CPU: it is retired once it has used this
+# share of it, or, where its CPU time cannot be read, after this many worlds.
+RETIRE_AT_CPU_SHARE = 0.5
 WORLDS_PER_SANDBOX = 200
 
 
@@ -104,9 +108,9 @@ class SandboxOptions:
     id_mapping: str = "auto"  # "auto" (the strongest available), "host-range" (root), "subordinate"
     #                           (an ordinary user's /etc/subuid range), "single-uid" (principals share one uid)
     backend: str = "auto"  # "auto" (bwrap if installed), "bwrap" or "native"
-    warm: bool = True  # keep one sandbox booting for the next world with the same principals
-    reuse: int = 8  # idle sandboxes kept, least recently used first out, for the next worlds with the same
-    #                 principals (a batch cycles through its tasks' few sets of principals); 0: never reuse
+    warm: bool = True  # keep one sandbox booting for the next world of the same key (its /etc and mounts)
+    reuse: int = 8  # idle sandboxes kept, least recently used first out, for the next worlds of the same key
+    #                 (a batch cycles through its tasks' few keys; in-memory worlds share one); 0: never reuse
 
     def __post_init__(self) -> None:
         for name in ("call_timeout", "start_timeout"):
@@ -236,7 +240,8 @@ class _Sandbox:
         self.client: EnvClient | None = None
         self.info: dict[str, Any] = {}
         self.tainted = False  # ran a tool that may leave state outside the world root: never reuse
-        self.worlds = 0  # worlds hosted so far: a sandbox is retired before its server's CPU limit nears
+        self.worlds = 0  # worlds hosted so far
+        self._server_pid: int | None = None  # found when first asked for
         self.command_root = command_root
         self._handshake: tuple[int, int] | None = None  # (ready_r, go_w) until the user namespace is mapped
         self._mapping = threading.RLock()  # a prepared sandbox is mapped by a thread while the caller works
@@ -378,6 +383,19 @@ class _Sandbox:
                 pass
         return tree
 
+    def server_cpu(self) -> float | None:
+        """CPU seconds the env server has used, or None where its process cannot be read."""
+        if self._server_pid is None:
+            self._server_pid = self.server_pid()
+        if self._server_pid is None:
+            return None
+        try:
+            with open(f"/proc/{self._server_pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
+
     def server_pid(self) -> int | None:
         """The env server's host pid (for diagnostics and tests)."""
         for pid in self.host_pids():
@@ -493,10 +511,17 @@ class SandboxRuntime(Runtime):
         os.chmod(self._staging, 0o755)  # the namespace's root must traverse it (it holds only mount points)
         self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
         self.pool: Pool[_Sandbox] = Pool(self._spawn, lambda sandbox: sandbox.shutdown(), idle=self.options.reuse,
-                                         warm=self.options.warm, max_worlds=WORLDS_PER_SANDBOX,
+                                         warm=self.options.warm, retire=self._worn_out,
                                          start_many=self._spawn_many)
         self._closed = False
         self._probe()
+
+    def _worn_out(self, sandbox: _Sandbox) -> bool:
+        """Whether a sandbox whose world closed should be retired before its server nears RLIMIT_CPU."""
+        used = sandbox.server_cpu()
+        if used is None:
+            return sandbox.worlds >= WORLDS_PER_SANDBOX
+        return used >= RETIRE_AT_CPU_SHARE * self.options.cpu
 
     def _check_host(self) -> None:
         reason = None
@@ -553,7 +578,11 @@ class SandboxRuntime(Runtime):
                     raise WorldSpecError(f"world.principals.{name}.{key}",
                                          f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
         check_isolable(principals)
-        return json.dumps(etc_files(principals, not self.idmap.shared_uid), sort_keys=True), plan.key()
+        # Worlds whose domains all keep their state in memory touch no file, /etc included: their sandboxes
+        # list no principals there, so such worlds share sandboxes whatever their principals (a batch of a
+        # few task worlds then starts a sandbox per worker, not one per task world and worker).
+        listed = {} if plan.in_memory else principals
+        return json.dumps(etc_files(listed, not self.idmap.shared_uid), sort_keys=True), plan.key()
 
     def prepare(self, specs: Iterable[Mapping[str, Any]], semantics: Semantics) -> None:
         """Start sandboxes, side by side, for the worlds about to be opened that have none waiting: their

@@ -186,6 +186,46 @@ def test_a_clean_world_leaves_its_sandbox_for_the_next_and_a_shell_world_does_no
         runtime.close()
 
 
+def test_worlds_kept_in_memory_share_a_sandbox_whatever_their_principals(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        first = runtime.open_world({"principals": ["alice"],
+                                    "bank": {"accounts": {"acc-a": {"owner": "alice", "balance": 5}}}}, "real")
+        used = first.sandbox
+        first.close()
+        second = runtime.open_world({"principals": ["carol", "dave"],
+                                     "bank": {"accounts": {"acc-c": {"owner": "carol", "balance": 7}}}}, "real")
+        assert second.sandbox is used, "a bank world reads no /etc: other principals, the same sandbox"
+        balance = second.call({"tool": "get_balance", "params": {"account": "acc-c"}, "principal": "carol"})
+        assert balance["status"] == "ok" and balance["output"]["balance"] == 7, balance
+        second.close()
+        files = runtime.open_world({"principals": ["carol"], "files": {"tree": {"/workspace/a": "x"}}}, "real")
+        assert files.sandbox is not used, "a world with files gets a sandbox whose /etc lists its principals"
+        files.close()
+    finally:
+        runtime.close()
+
+
+def test_a_sandbox_is_retired_once_its_server_has_used_half_its_cpu_limit(sandbox):
+    bank = {"principals": ["alice"], "bank": {"accounts": {"acc-a": {"owner": "alice", "balance": 5}}}}
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    try:
+        first = runtime.open_world(bank, "real")
+        used = first.sandbox
+        spent = used.server_cpu()
+        assert spent is not None and 0 <= spent < runtime.options.cpu / 2, spent
+        first.close()
+        second = runtime.open_world(bank, "real")
+        assert second.sandbox is used
+        used.server_cpu = lambda: runtime.options.cpu / 2  # as if its worlds had kept it busy for minutes
+        second.close()
+        third = runtime.open_world(bank, "real")
+        assert third.sandbox is not used, "a server near RLIMIT_CPU hosts no more worlds"
+        third.close()
+    finally:
+        runtime.close()
+
+
 def test_prepared_sandboxes_wait_for_their_worlds_and_a_spec_it_would_refuse_is_skipped(sandbox):
     runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
     try:

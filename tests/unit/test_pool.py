@@ -109,8 +109,8 @@ def test_a_spoiled_host_is_never_reused(made, spoil):
     assert host.stopped and pool.take("a") is not host
 
 
-def test_a_host_retires_after_its_quota_of_worlds(made):
-    pool = _pool(made, max_worlds=2)
+def test_a_host_retires_once_worn_out(made):
+    pool = _pool(made, retire=lambda host: host.worlds >= 2)
     host = pool.take("a")
     pool.give_back("a", host)
     assert pool.take("a") is host
