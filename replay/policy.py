@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import limits
 from .errors import PolicyError
-from .policy_functions import FUNCTIONS, raise_interrupt
+from .policy_functions import FUNCTIONS, forget_interrupt, raise_interrupt
 from .rule_tools import guarded_tools
 
 Verdict = Literal["allow", "deny"]
@@ -302,11 +302,12 @@ class Policy:
             if not candidate:  # guarded on other tools: false without evaluating it
                 continue
             if context is None:  # converted to CEL once, only the variables the candidate rules read
+                forget_interrupt()  # one left by an evaluation that raised it itself belongs to no rule here
                 context = _context({name: variables[name] for name in reads if name in variables})
             try:
                 result = rule.program.execute(context)
             except Exception as exc:  # the CEL library raises KeyError/TypeError/RuntimeError alike
-                raise_interrupt()  # a Ctrl-C inside a policy function, which the library made an error
+                raise_interrupt(exc)  # a Ctrl-C inside a policy function, which the library made an error
                 errors.append(f"rule {rule.spec.id!r} could not be evaluated: {type(exc).__name__}: {exc}")
                 continue
             raise_interrupt()  # or absorbed, as CEL's `||` and `&&` absorb an error beside a deciding side

@@ -26,13 +26,14 @@ history needs no guards.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from . import value_kinds
 
-__all__ = ["FUNCTIONS", "count_by", "get", "raise_interrupt", "sum_by", "total"]
+__all__ = ["FUNCTIONS", "count_by", "forget_interrupt", "get", "raise_interrupt", "sum_by", "total"]
 
 _MISSING = object()
 
@@ -110,6 +111,9 @@ def get(value: Any, path: Any, default: Any) -> Any:
 
 
 _interrupted = threading.local()  # per thread: Dask's workers judge calls in several
+# How the CEL library words what a Python function raised, for an interrupt that arrived before the
+# wrapper below could see it (a signal is acted on as a Python frame starts, the wrapper's own included).
+_INTERRUPT_WORDING = (("failed: KeyboardInterrupt", KeyboardInterrupt), ("failed: SystemExit", SystemExit))
 
 
 def _passing_interrupts(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -117,6 +121,7 @@ def _passing_interrupts(function: Callable[..., Any]) -> Callable[..., Any]:
     error, a Ctrl-C or a SIGTERM's exit included, which would then read as a rule that could not be
     evaluated while the batch went on: such an exception is kept here, for :func:`raise_interrupt`."""
 
+    @functools.wraps(function)
     def call(*args: Any) -> Any:
         try:
             return function(*args)
@@ -126,17 +131,26 @@ def _passing_interrupts(function: Callable[..., Any]) -> Callable[..., Any]:
             _interrupted.exception = exc
             raise
 
-    call.__name__ = call.__qualname__ = function.__name__
-    call.__doc__ = function.__doc__
     return call
 
 
-def raise_interrupt() -> None:
-    """Raise, after a CEL evaluation, the interrupt one of these functions received during it, if any."""
+def forget_interrupt() -> None:
+    """Drop an interrupt kept from an evaluation that ended by raising it itself (a second Ctrl-C)."""
+    _interrupted.exception = None
+
+
+def raise_interrupt(error: Exception | None = None) -> None:
+    """Raise, after a CEL evaluation, the interrupt one of these functions received during it, if any;
+    ``error``, what the evaluation raised, is read for one the library reported in its own words."""
     exception = getattr(_interrupted, "exception", None)
     if exception is not None:
         _interrupted.exception = None
         raise exception
+    if error is not None:
+        text = str(error)
+        for wording, kind in _INTERRUPT_WORDING:
+            if wording in text:
+                raise kind() from error
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

@@ -108,6 +108,27 @@ def test_a_ctrl_c_inside_a_policy_function_interrupts_the_judgement_never_reads_
     assert policy.judge({"history": [{"amount": 20}], "tool": "y", "committed": True}).errors == ()  # nothing left over
 
 
+def test_an_interrupt_the_cel_library_reports_in_its_own_words_interrupts_the_judgement():
+    # A signal is acted on as a Python frame starts: one that lands as CEL enters a policy function is
+    # raised before the function can keep it, and reaches the policy only as the library's error text.
+    policy = _policy("sum(history, 'amount') > 10")
+    rule = policy.rules[0]
+
+    class Worded:
+        def execute(self, context):
+            raise RuntimeError("Function 'sum' error: Python function call failed: KeyboardInterrupt: . Check "
+                               "function arguments and their types.")
+
+    object.__setattr__(rule, "program", Worded())  # this policy's own compiled rule, made above
+    with pytest.raises(KeyboardInterrupt):
+        policy.judge({"history": [{"amount": 20}], "committed": True})
+
+
+def test_an_interrupt_kept_from_an_evaluation_that_raised_it_itself_is_not_raised_again():
+    policy_functions._interrupted.exception = KeyboardInterrupt()  # as a second Ctrl-C would leave it
+    assert _policy("sum(history, 'amount') > 10").judge({"history": [{"amount": 20}], "committed": True}).verdict == "deny"
+
+
 # --- which variables a policy reads --------------------------------------------------------------------------
 
 
