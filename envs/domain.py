@@ -181,8 +181,10 @@ class Declaration:
 
     ``contained``: every bit of its real state lives in the server's memory or under the world root, so the
     next world's load rebuilds it and a sandbox or container that hosted it can be reused. ``in_memory``:
-    it keeps all its state in memory and touches no files or processes (implies ``contained``); a runtime
-    that cannot host it runs its world in-process instead, and says so. ``max_call_seconds``: its longest
+    it keeps all its state in memory and touches no files or processes (implies ``contained``), the
+    system's user list included: a sandbox for worlds of such domains alone lists no principals in its
+    ``/etc`` and hosts worlds of other principals in turn; a runtime that cannot host it runs its world
+    in-process instead, and says so. ``max_call_seconds``: its longest
     call (a runtime's per-call backstop is raised above it); :meth:`Domain.call_seconds` may derive it from
     the world's section. ``code``: the importable modules it needs inside an isolated runtime, made visible
     read-only there; None means the distribution that provides the domain and its dependencies.

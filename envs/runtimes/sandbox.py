@@ -653,7 +653,7 @@ class SandboxRuntime(Runtime):
 
             return confirm
 
-        # a failed load ends its sandbox: the warm spare already serves the next world of these principals
+        # a failed load ends its sandbox: the warm spare already serves the next world of this key
         return begin_on(self.pool, key, send, plan.call_timeout(self.options.call_timeout), plan.uncontained_tools,
                         SandboxWorld, keep_after_bad_load=False,
                         warm=lambda _key, spare: self._warm_up(spare, spec, plan, semantics))
