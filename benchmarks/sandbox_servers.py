@@ -7,8 +7,8 @@ For each task world of ``corpus/``, the first ``--worlds`` runs' real worlds are
 recorded call as a replay sends them (ahead of their answers, in the sandbox), asked for their final
 report and closed, one after another on one core; nothing else (no stub world, policy or analysis).
 In process, the figure is this process's CPU. In the sandbox it is split: the env server's own CPU (read
-from ``/proc`` before the sandbox is stopped; one server hosts every world of a task, so none is
-retired mid-way) and this process's, which encodes the requests and decodes the answers. A cold start
+from ``/proc`` by the sandbox, as it does to retire a worn-out server, before the sandbox is stopped;
+one server hosts every world of a task, so none is retired mid-way) and this process's, which encodes the requests and decodes the answers. A cold start
 is a sandbox started, given one world and stopped, with every process it started counted (the
 launcher, bubblewrap and the server, adopted and reaped: see ``_orphans``).
 Run it as root on Linux with bubblewrap; the figures are CPU milliseconds per world.
@@ -31,8 +31,6 @@ from litmus_replay.replay.session import Router, call_request
 from litmus_replay.replay.worlds import WorldCatalog
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
-SERVER = b"litmus_replay.envs.server"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def plans_by_world(limit: int) -> dict[str, list[tuple[dict, list[dict]]]]:
@@ -52,22 +50,9 @@ def plans_by_world(limit: int) -> dict[str, list[tuple[dict, list[dict]]]]:
     return plans
 
 
-def servers_cpu() -> float:
-    """CPU seconds used so far by every env server alive on this machine."""
-    total = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
-                if SERVER not in handle.read():
-                    continue
-            with open(f"/proc/{entry.name}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
+def servers_cpu(runtime) -> float:
+    """CPU seconds used so far by the env servers of this runtime's sandboxes."""
+    return sum(host.server_cpu() or 0.0 for host in runtime.pool.hosts())
 
 
 def own_cpu() -> float:
@@ -92,14 +77,14 @@ def in_sandbox(runs: list[tuple[dict, list[dict]]]) -> tuple[float, float]:
     runtime = get_runtime("sandbox")
     try:
         runtime.open_world(runs[0][0], "real").close()  # the server started and its domains imported
-        server, own = servers_cpu(), own_cpu()
+        server, own = servers_cpu(runtime), own_cpu()
         for spec, requests in runs:
             world = runtime.open_world(spec, "real")
             for _ in world.call_each(requests):
                 pass
             world.report()
             world.close()
-        return servers_cpu() - server, own_cpu() - own
+        return servers_cpu(runtime) - server, own_cpu() - own
     finally:
         runtime.close()
 

@@ -4,7 +4,8 @@ A host is made for a key (what it was started with: its ``/etc``, its mounts); a
 opened on an idle host of its key, else on the warm spare if its key matches, else on a new host. When the
 world closes, its host is kept (after the server's ``close``, which tears the world down) unless it ran a
 tool that may leave state a reload does not rebuild, lost its server, is due to retire (``retire``: a
-sandbox's server near its CPU limit), or the pool is full — then it is stopped. A world that loses its server stops its host at once.
+sandbox's server near its CPU limit), or the pool is full — then it is stopped. A world that loses its
+server stops its host at once.
 
 Every host costs a server's start (an interpreter and its imports), so the pool starts none it will not
 use: the warm spare is started only for a key whose hosts are not kept (reuse off, or its last host was
