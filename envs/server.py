@@ -90,13 +90,16 @@ class WorldHost:
             "pid": os.getpid(),
         }
 
-    def _fresh_root(self) -> Path | None:
-        if self.world_root is None:
-            return None
-        root = self.world_root / "root"
+    def _fresh_root(self) -> Path:
+        """The directory the next world lays its files out in (the last world's is gone: see ``_build``)."""
+        root = self.world_root / "root"  # type: ignore[operator]
+        root.mkdir(parents=True)
+        return root
+
+    def _drop_root(self) -> Path:
+        root = self.world_root / "root"  # type: ignore[operator]
         if root.exists():
             remove_tree(root)
-        root.mkdir(parents=True)
         return root
 
     def _build(self, spec: Mapping[str, Any], semantics: str) -> None:
@@ -105,8 +108,13 @@ class WorldHost:
         # that sandboxes can start here) never pays for the domains.
         from .world import World
 
-        self.world = World(spec, semantics, self._fresh_root(), isolated=self.isolated,  # type: ignore[arg-type]
-                           switch_uid=self.switch_uid, shared_uid=self.shared_uid, pids_cgroup=self.pids_cgroup)
+        if self.world_root is None:
+            make_root = None
+        else:
+            self._drop_root()  # a world that keeps no files never sees the last one's
+            make_root = self._fresh_root
+        self.world = World(spec, semantics, isolated=self.isolated, switch_uid=self.switch_uid,  # type: ignore[arg-type]
+                           shared_uid=self.shared_uid, pids_cgroup=self.pids_cgroup, make_root=make_root)
         self.loaded = (spec, semantics)
 
     def op_load(self, message: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import functools
 import os
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .domain import Call, Domain, Semantics, WorldEnv, domain_names, domain_pair, split_profile, unknown_domain
@@ -106,6 +106,8 @@ class World:
     the principals share this process's uid, so the files domain checks permissions itself;
     ``pids_cgroup`` says the world's processes are bounded by its container's pids cgroup, and a uid's
     process count (RLIMIT_NPROC) is shared with other worlds, so commands are not bounded by it.
+    ``make_root``, given instead of ``root``, makes the directory only for a world that will keep files
+    (an env server's worlds: one whose domains all keep their state in memory costs no directory).
     """
 
     def __init__(
@@ -118,6 +120,7 @@ class World:
         switch_uid: bool = False,
         shared_uid: bool = False,
         pids_cgroup: bool = False,
+        make_root: Callable[[], Path] | None = None,
     ):
         if not isinstance(spec, Mapping):
             raise WorldSpecError("world", "expected a mapping")
@@ -136,10 +139,13 @@ class World:
             raise WorldSpecError("world.session", "expected a session token (a string)")
         classes = {name: domain_pair(name)[semantics] for name in named}
         # No directory for a world whose domains all keep their state in memory (AgentDojo's environments).
-        self._owns_root = root is None and semantics == "real" and not (
+        needs_root = root is None and semantics == "real" and not (
             classes and all(cls.declaration.in_memory for cls in classes.values()))
+        self._owns_root = needs_root and make_root is None
         if self._owns_root:
             root = private_root("litmus-world-", scratch_dir())
+        elif needs_root and make_root is not None:
+            root = make_root()
         self.env = WorldEnv(
             principals=parse_principals(spec.get("principals")),
             sessions={str(k): str(v) for k, v in sessions.items()},

@@ -109,3 +109,29 @@ def test_a_server_without_site_neither_looks_for_entry_points_nor_imports_import
     shown = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True,
                            env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
     assert json.loads(shown) == ["unknown", False]
+
+
+def test_a_world_that_keeps_no_files_gets_no_directory_and_never_sees_the_last_worlds(tmp_path):
+    """An env server lays a world's files out under its root only for a world whose domains keep files;
+    one that keeps its state in memory costs no directory, and the files of the world before it are gone."""
+    from litmus_replay.envs.server import WorldHost
+
+    host = WorldHost(tmp_path, isolated=False, switch_uid=False)
+    root = tmp_path / "root"
+    in_memory = {"principals": ["alice"], "bank": {"accounts": {"acc-a": {"owner": "alice", "balance": 5}}}}
+    with_files = {"principals": ["alice"], "files": {"tree": {"/workspace/a.txt": "hello"}}}
+    for spec, keeps_files in ((in_memory, False), (with_files, True), (in_memory, False), (with_files, True)):
+        reply = host.handle({"id": 1, "op": "load", "spec": spec, "semantics": "real"})
+        assert reply["ok"], reply
+        assert root.exists() == keeps_files
+        if keeps_files:
+            assert (root / "workspace" / "a.txt").read_text() == "hello"
+            assert not (root / "workspace" / "b.txt").exists()  # written by the last world with files
+            host.handle({"id": 2, "op": "call", "request": {"tool": "write_file", "principal": "alice",
+                                                               "params": {"path": "/workspace/b.txt", "content": "x"}}})
+            assert (root / "workspace" / "b.txt").exists()
+        else:
+            balance = host.handle({"id": 2, "op": "call", "request": {"tool": "get_balance", "principal": "alice",
+                                                                        "params": {"account": "acc-a"}}})
+            assert balance["ok"] and balance["result"]["status"] == "ok", balance
+    host.handle({"id": 3, "op": "close"})
