@@ -6,6 +6,7 @@ with ``select``, so a hung server costs at most the call's timeout, never a hung
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -83,6 +84,7 @@ class EnvClient:
         self.window = _window(write_fd)
         self._unread: deque[Reply] = deque()  # sent with :meth:`send`, their replies not read yet
         self._unread_bytes = 0
+        self._corked: list[bytes] | None = None  # requests held back to go in one write (see :meth:`corked`)
 
     def request(self, op: str, timeout: float | None = None, **fields: Any) -> Any:
         return self.send(op, timeout, **fields).result()
@@ -114,12 +116,35 @@ class EnvClient:
         full), their replies to be read later with :func:`results`: an entry per message, its
         :class:`Reply`, or the :class:`EnvError` that kept it from being sent."""
         entries: list[Reply | EnvError] = []
-        for fields in messages:
-            try:
-                entries.append(self.send(op, timeout, **fields))
-            except EnvError as exc:
-                entries.append(exc)
+        with self.corked():
+            for fields in messages:
+                try:
+                    entries.append(self.send(op, timeout, **fields))
+                except EnvError as exc:
+                    entries.append(exc)
         return entries
+
+    @contextlib.contextmanager
+    def corked(self) -> Iterator[None]:
+        """Requests sent within go to the server in one write as the block ends (or sooner, before a
+        reply is waited for): a run's requests wake the server once, not once each."""
+        if self._corked is not None:  # already corked by the caller: its block ends it
+            yield
+            return
+        self._corked = []
+        try:
+            yield
+        finally:
+            self._uncork()
+
+    def _uncork(self) -> None:
+        held, self._corked = self._corked, None
+        if held:
+            try:
+                self._write(b"".join(held))
+            except EnvError:
+                self.broken = True
+                raise
 
     @property
     def pending(self) -> int:
@@ -217,6 +242,9 @@ class EnvClient:
 
     def _result(self, message_id: int, timeout: float) -> Any:
         """The result of the sent request ``message_id``, its reply being the next to arrive."""
+        if self._corked:  # the request may be among those held back: send them, and hold back what follows
+            self._uncork()
+            self._corked = []
         try:
             reply = self._receive(timeout)
         except EnvError:
@@ -233,6 +261,12 @@ class EnvClient:
         return reply.get("result")
 
     def _send(self, data: bytes) -> None:
+        if self._corked is not None:
+            self._corked.append(data)
+            return
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
         view = memoryview(data)
         try:
             while view:

@@ -374,16 +374,16 @@ def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], 
     def send_calls(requests: Iterable[Mapping[str, Any]], then_report: bool) -> Iterator[Any]:
         client = host.client
         assert client is not None
-        sent = client.send_each("call", ({"request": dict(request)}
-                                         for request in _tainting(host, uncontained, requests)), call_timeout)
-        if then_report and not client.broken:
-            try:
-                report.append(client.send("report"))
-            except EnvError:  # the server is gone: the world's report says so when asked
-                pass
-            else:
-                if made:
-                    made[0].report_ahead(report[0])
+        try:
+            with client.corked():  # the run's calls and its report in one write
+                sent = client.send_each("call", ({"request": dict(request)}
+                                                 for request in _tainting(host, uncontained, requests)), call_timeout)
+                if then_report and not client.broken:
+                    report.append(client.send("report"))
+        except EnvError:  # the server is gone: each call's outcome, and the report when asked, say so
+            pass
+        if report and made:
+            made[0].report_ahead(report[0])
         return _discarding(pool, host, results(sent))
 
     def cancel() -> None:

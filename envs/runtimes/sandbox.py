@@ -642,10 +642,11 @@ class SandboxRuntime(Runtime):
                 sandbox.connect()
             client = sandbox.client
             assert client is not None
-            loaded = client.send("load", spec=dict(spec), semantics=semantics, imports=list(plan.imports))
-            # The replay's first question of a fresh world is its state: the server answers it straight
-            # after the load, saving a round trip. It reads the world only; a load that failed fails it too.
-            snapshot = client.send("snapshot")
+            with client.corked():
+                loaded = client.send("load", spec=dict(spec), semantics=semantics, imports=list(plan.imports))
+                # The replay's first question of a fresh world is its state: the server answers it straight
+                # after the load, saving a round trip. It reads the world only; a load that failed fails it too.
+                snapshot = client.send("snapshot")
 
             def confirm() -> Reply:
                 loaded.result()

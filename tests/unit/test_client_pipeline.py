@@ -233,3 +233,50 @@ def test_a_reply_unread_when_the_server_is_lost_fails_as_its_request_would():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_requests_sent_corked_go_in_one_write_and_answer_as_sent_one_by_one(server, monkeypatch):
+    requests = _calls(3)
+    writes: list[int] = []
+    real_write = client_module.os.write
+    monkeypatch.setattr(client_module.os, "write", lambda fd, data: writes.append(len(data)) or real_write(fd, data))
+    answers = []
+    for corked in (False, True):
+        _, client = server()
+        client.request("load", spec=SPEC, semantics="real")
+        writes.clear()
+        if corked:
+            with client.corked():
+                replies = client.send_each("call", ({"request": r} for r in requests[:4]))
+                first = replies[0].result()  # waited for inside the block: what was held back goes first
+                replies += client.send_each("call", ({"request": r} for r in requests[4:]))
+        else:
+            replies = client.send_each("call", ({"request": r} for r in requests))
+        answers.append(_answers(results(replies)))
+        sent_in = len(writes)
+        assert client.request("report") is not None  # still in step afterwards
+        if corked:
+            assert first == answers[-1][0]
+            assert sent_in == 2, "the block's requests went out held back, in two writes (one before the wait)"
+    assert answers[0] == answers[1] and len(answers[1]) == len(requests)
+
+
+def test_a_corked_block_larger_than_a_one_page_pipe_never_blocks_both_ends(server):
+    proc, _ = server()
+    fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+    client = EnvClient(proc.stdout.fileno(), proc.stdin.fileno(), timeout=30)
+    client.request("load", spec=SPEC, semantics="stub")
+    replies: list = []
+
+    def send() -> None:
+        with client.corked():
+            replies.extend(client.send_each("call", ({"request": r} for r in _calls(10))))
+
+    worker = threading.Thread(target=send, daemon=True)
+    worker.start()
+    worker.join(60)
+    blocked = worker.is_alive()
+    if blocked:
+        proc.kill()
+    assert not blocked, "the client and the server blocked each other"
+    assert len([reply.result() for reply in replies[:2]]) == 2 and len(replies) == 40

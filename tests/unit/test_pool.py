@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from litmus_replay.envs.errors import EnvError
@@ -35,6 +37,10 @@ class FakeClient:
 
     def send_each(self, op, messages, timeout=None):
         return [self.send(op, timeout, **fields) for fields in messages]
+
+    @contextlib.contextmanager
+    def corked(self):
+        yield  # each request is answered as it is sent here
 
 
 class Answer:
