@@ -7,8 +7,9 @@ LocalCluster against the local process pool.
 
 Each round runs ``litmus-replay revalidate corpus/runs --worlds corpus/worlds --out OUT --runtime R``
 as a whole process (interpreter start, discovery, worker processes, sandboxes, results, summary, pages
-and index all counted) into an empty output directory, the runtimes taking turns so that both see the
-same load; the figure is the median round. CPU is the user + system time of the process and every process it started (workers, sandboxes and
+and index all counted) into an empty output directory, the runtimes taking turns (every other round in
+the reverse order, so that running second in a round favours no row) so that all see the same load; a
+row's figure is its median round, and a ratio the median over rounds of the two rows' ratio in a round. CPU is the user + system time of the process and every process it started (workers, sandboxes and
 their env servers, which this script adopts and reaps: see ``_orphans``); cores busy is CPU over wall
 time.
 The machine's load average is printed with every figure, since other work on it slows both columns;
@@ -131,7 +132,7 @@ def main() -> None:
     print(f"# revalidate_corpus.py --rounds {args.rounds} --jobs {args.jobs} --reports {args.reports}"
           + (f" --against {args.against}" if args.against else "") + (" --source-only" if args.source_only else ""))
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; corpus: "
-          f"{CORPUS.name}/ (1,200 inspect runs); whole processes, runtimes alternating, median of {args.rounds}; "
+          f"{CORPUS.name}/ (1,200 inspect runs); whole processes, runtimes alternating (every other round in reverse), median of {args.rounds}; "
           + ("no bytecode compiled" if args.source_only else "bytecode compiled first"))
     pythons = {"": sys.executable, **({" (against)": args.against} if args.against else {})}
     if not args.source_only:
@@ -141,8 +142,10 @@ def main() -> None:
     rows: dict[str, list[tuple[float, float, str]]] = {label: [] for label, _, _ in labels}
     with tempfile.TemporaryDirectory() as tmp:
         runs = 0
-        for _ in range(args.rounds):
-            for label, runtime, python in labels:
+        for round_index in range(args.rounds):
+            # every other round in the reverse order: whatever runs second in a round (a warmer or a
+            # hotter machine) favours neither row
+            for label, runtime, python in (labels if round_index % 2 == 0 else labels[::-1]):
                 before = load()
                 wall, cpu = run_once(Path(tmp) / runtime, runtime, args.jobs, args.reports, python)
                 rows[label].append((wall, cpu, before))
@@ -155,16 +158,19 @@ def main() -> None:
             print(f"{label:20} {wall:7.2f} {runs / wall:7.0f} {cpu:6.2f} {1000 * cpu / runs:10.2f} "
                   f"{cpu / wall:10.2f}  {loads}")
 
-        def median_wall(label: str) -> float:
-            return statistics.median(entry[0] for entry in rows[label])
+        def median_wall(label: str, over: str) -> float:
+            """The median over rounds of ``label``'s wall time against ``over``'s in the same round."""
+            return statistics.median(mine[0] / theirs[0] for mine, theirs in zip(rows[label], rows[over]))
 
         floor, floor_runs = floor_per_run()
         inprocess_cpu = statistics.median(entry[1] for entry in rows["inprocess"]) / runs
         print(f"floor: the calls alone against in-process worlds, one core, {floor_runs} runs: "
               f"{1000 * floor:.2f} ms CPU per run; the in-process batch: {1000 * inprocess_cpu:.2f} ms, "
               f"{inprocess_cpu / floor:.2f}x the floor (goal: at most 2x)")
-        print(f"{runs} runs; sandbox / inprocess wall: {median_wall('sandbox') / median_wall('inprocess'):.2f}x"
-              + "".join(f"; {runtime} against / this: {median_wall(runtime + ' (against)') / median_wall(runtime):.2f}x"
+        print(f"{runs} runs; median of the rounds' ratios: sandbox / inprocess wall: "
+              f"{median_wall('sandbox', 'inprocess'):.2f}x"
+              + (f" (against: {median_wall('sandbox (against)', 'inprocess (against)'):.2f}x)" if args.against else "")
+              + "".join(f"; {runtime} against / this: {median_wall(runtime + ' (against)', runtime):.2f}x"
                         for runtime in RUNTIMES if args.against))
         if not args.no_dask:
             dask_overhead(Path(tmp), args.jobs)
