@@ -1,11 +1,13 @@
 """Where the sandbox's extra CPU goes: each world of the shipped corpus, its real worlds' calls made by an
 env server in a sandbox against the same calls made in this process, and what a sandbox's start costs.
 
-    python benchmarks/sandbox_servers.py [--worlds 150]
+    python benchmarks/sandbox_servers.py [--worlds 150] [--starts 10] [--passes 3]
 
 For each task world of ``corpus/``, the first ``--worlds`` runs' real worlds are opened, sent every
-recorded call as a replay sends them (ahead of their answers, in the sandbox), asked for their final
-report and closed, one after another on one core; nothing else (no stub world, policy or analysis).
+recorded call as a batch sends them (in the sandbox: the load and first snapshot in one write, then the
+run's calls and its report in another, all ahead of their answers), asked for their final report and
+closed, one after another on one core; nothing else (no stub world, policy or analysis). Each figure is
+the median of ``--passes`` passes, in process and in the sandbox taking turns.
 In process, the figure is this process's CPU. In the sandbox it is split: the env server's own CPU (read
 from ``/proc`` by the sandbox, as it does to retire a worn-out server, before the sandbox is stopped;
 one server hosts every world of a task, so none is retired mid-way) and this process's, which encodes the requests and decodes the answers. A cold start
@@ -20,11 +22,13 @@ import argparse
 import os
 import platform
 import resource
+import statistics
 import time
 from pathlib import Path
 
 from _orphans import adopt_orphans, reap_orphans
 
+from litmus_replay.envs.interface import open_ahead
 from litmus_replay.envs.runtime import get_runtime
 from litmus_replay.replay.api import read_trajectories
 from litmus_replay.replay.session import Router, call_request
@@ -78,9 +82,12 @@ def in_sandbox(runs: list[tuple[dict, list[dict]]]) -> tuple[float, float]:
     try:
         runtime.open_world(runs[0][0], "real").close()  # the server started and its domains imported
         server, own = servers_cpu(runtime), own_cpu()
-        for spec, requests in runs:
-            world = runtime.open_world(spec, "real")
-            for _ in world.call_each(requests):
+        for spec, requests in runs:  # as a batch sends them: the load, then the run's calls and its report
+            pending = open_ahead(runtime, spec, "real")
+            outcomes = pending.call_each(requests, then_report=True)
+            world = pending.result()
+            world.snapshot()
+            for _ in outcomes:
                 pass
             world.report()
             world.close()
@@ -109,9 +116,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", type=int, default=150, help="runs per task world (one server hosts them all)")
     parser.add_argument("--starts", type=int, default=10)
+    parser.add_argument("--passes", type=int, default=3, help="each world's figures are the median of this many")
     args = parser.parse_args()
     adopt_orphans()
-    print(f"# sandbox_servers.py --worlds {args.worlds} --starts {args.starts}")
+    print(f"# sandbox_servers.py --worlds {args.worlds} --starts {args.starts} --passes {args.passes}")
     print(f"# python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; load average "
           + " ".join(f"{value:.2f}" for value in os.getloadavg()))
     plans = plans_by_world(args.worlds)
@@ -119,8 +127,9 @@ def main() -> None:
           f"{'sandbox / in process':>21}   (CPU ms per world)")
     totals = [0.0, 0.0, 0.0]
     for key, runs in sorted(plans.items()):
-        alone = in_process(runs)
-        server, client = in_sandbox(runs)
+        # the median of --passes, in-process and sandbox taking turns: one pass's figures drift by a fifth
+        passes = [(in_process(runs), *in_sandbox(runs)) for _ in range(args.passes)]
+        alone, server, client = (statistics.median(column) for column in zip(*passes))
         count = len(runs)
         calls = sum(len(requests) for _, requests in runs)
         for index, value in enumerate((alone, server, client)):
