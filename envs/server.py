@@ -17,7 +17,6 @@ import select
 import signal
 import sys
 import threading
-import time
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
@@ -169,28 +168,15 @@ class WorldHost:
         return {}
 
 
-HOLD_SECONDS = 0.005  # replies to a world kept in memory wait at most this long for the ones behind them
-
-
 def serve_stream(host: WorldHost, reader: BinaryIO, writer: BinaryIO) -> None:
-    """Answer one message per line until shutdown or end of input.
-
-    Replies go out when no further request is waiting: the runtime sends a run's calls at once, so their
-    replies reach it in one write rather than waking it once each. Only a world whose calls are brief
-    (its domains keep their state in memory and declare no long call) holds its replies, and for a few
-    milliseconds at most; any other world's reply is sent as soon as it is made, so no answer waits
-    behind a slow call (the runtime times each call)."""
-    lines = _Lines(reader)
-    held_since: float | None = None  # when the oldest reply not yet sent was made
+    """Answer one message per line until shutdown or end of input."""
     while host.running:
-        if held_since is not None and (not lines.waiting() or time.monotonic() - held_since > HOLD_SECONDS):
-            writer.flush()
-            held_since = None
-        line = lines.next()
+        line = reader.readline(MAX_MESSAGE + 1)
         if not line:
             break
         if len(line) > MAX_MESSAGE:
             writer.write(encode({"id": None, "ok": False, "error": {"type": "ProtocolError", "message": "message too long"}}))
+            writer.flush()
             break
         try:
             message = decode(line)
@@ -199,41 +185,7 @@ def serve_stream(host: WorldHost, reader: BinaryIO, writer: BinaryIO) -> None:
         else:
             reply = host.handle(message)
         writer.write(encode(reply))
-        if host.world is not None and host.world.brief_calls:
-            held_since = time.monotonic() if held_since is None else held_since
-        else:
-            writer.flush()
-    writer.flush()
-
-
-class _Lines:
-    """The protocol's lines from a buffered reader, telling whether a whole one is waiting (so replies
-    are flushed before this side would block reading)."""
-
-    def __init__(self, reader: BinaryIO):
-        self._read = reader.read1  # type: ignore[attr-defined]
-        self._buffer = bytearray()
-
-    def waiting(self) -> bool:
-        return b"\n" in self._buffer
-
-    def next(self) -> bytes:
-        """The next line, its newline included; the part read of one over MAX_MESSAGE; b"" at the end."""
-        buffer = self._buffer
-        while True:
-            end = buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(buffer[: end + 1])
-                del buffer[: end + 1]
-                return line
-            if len(buffer) > MAX_MESSAGE:
-                return bytes(buffer)
-            chunk = self._read(1 << 16)
-            if not chunk:
-                line = bytes(buffer)
-                buffer.clear()
-                return line
-            buffer += chunk
+        writer.flush()
 
 
 def serve_connection(host: WorldHost, path: str, watch: bool = False) -> None:

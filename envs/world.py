@@ -139,12 +139,8 @@ class World:
             raise WorldSpecError("world.session", "expected a session token (a string)")
         classes = {name: domain_pair(name)[semantics] for name in named}
         # No directory for a world whose domains all keep their state in memory (AgentDojo's environments).
-        # Every domain keeps its state in memory: the world touches no file and runs no command.
-        in_memory = bool(classes) and all(cls.declaration.in_memory for cls in classes.values())
-        # ... and none says a call may take long: every call is answered in moments (see serve_stream)
-        self.brief_calls = in_memory and all(
-            cls.declaration.max_call_seconds is None for cls in classes.values())
-        needs_root = root is None and semantics == "real" and not in_memory
+        needs_root = root is None and semantics == "real" and not (
+            classes and all(cls.declaration.in_memory for cls in classes.values()))
         self._owns_root = needs_root and make_root is None
         if self._owns_root:
             root = private_root("litmus-world-", scratch_dir())

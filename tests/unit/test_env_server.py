@@ -3,7 +3,6 @@ semantics; protocol errors answered, not fatal; a silent server costs at most th
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -136,44 +135,3 @@ def test_a_world_that_keeps_no_files_gets_no_directory_and_never_sees_the_last_w
                                                                         "params": {"account": "acc-a"}}})
             assert balance["ok"] and balance["result"]["status"] == "ok", balance
     host.handle({"id": 3, "op": "close"})
-
-
-class _CountingWriter(io.BytesIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent: list[int] = []  # bytes written by each flush
-
-    def flush(self) -> None:
-        self.sent.append(len(self.getvalue()) - sum(self.sent))
-
-
-@pytest.mark.parametrize("kept_in_memory", [True, False])
-def test_replies_to_requests_sent_together_go_out_together_only_for_a_world_of_brief_calls(tmp_path, kept_in_memory,
-                                                                                          monkeypatch):
-    """A run's requests arrive at once; a world kept in memory answers them in one write, any other world
-    reply by reply (a slow call must never hold back the answer before it), and every reply is there."""
-    from litmus_replay.envs import server
-    from litmus_replay.envs.protocol import encode
-    from litmus_replay.envs.server import WorldHost, serve_stream
-
-    monkeypatch.setattr(server, "HOLD_SECONDS", 60.0)  # a slow machine's first load must not flush early here
-
-    if kept_in_memory:
-        spec = {"principals": ["alice"], "bank": {"accounts": {"acc-a": {"owner": "alice", "balance": 5}}}}
-        call = {"tool": "get_balance", "principal": "alice", "params": {"account": "acc-a"}}
-    else:
-        spec = {"principals": ["alice"], "files": {"tree": {"/workspace/a.txt": "hello"}}}
-        call = {"tool": "read_file", "principal": "alice", "params": {"path": "/workspace/a.txt"}}
-    requests = [{"id": 1, "op": "load", "spec": spec, "semantics": "real"}]
-    requests += [{"id": 2 + i, "op": "call", "request": call} for i in range(6)]
-    writer = _CountingWriter()
-    serve_stream(WorldHost(tmp_path, isolated=False, switch_uid=False),
-                 io.BufferedReader(io.BytesIO(b"".join(encode(r) for r in requests))), writer)  # type: ignore[arg-type]
-    replies = [json.loads(line) for line in writer.getvalue().splitlines()]
-    assert [reply["id"] for reply in replies] == [r["id"] for r in requests]
-    assert all(reply["ok"] and (reply["id"] == 1 or reply["result"]["status"] == "ok") for reply in replies)
-    flushes = [size for size in writer.sent if size]
-    if kept_in_memory:
-        assert len(flushes) == 1, "the replies waited for the requests behind them, and went out in one write"
-    else:
-        assert len(flushes) == len(requests), "each reply went out as soon as it was made"
