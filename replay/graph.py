@@ -380,9 +380,11 @@ class _Index:
         # sentence) is searched for in them, newest first, only when an argument asks.
         self.strings: list[tuple[str, str, str, str]] = []
 
-    def add(self, node: str, field: str, value: Any) -> None:
+    def add(self, node: str, field: str, value: Any, leaves: list[tuple[str, Any]] | None = None) -> None:
+        """Index what ``value`` carries (``leaves``: its :func:`_leaves`, when the caller walked it already)."""
         latest = self.latest
-        leaves = _leaves(value)
+        if leaves is None:
+            leaves = _leaves(value)
         for path, token, *_ in _raw_tokens(value, leaves):
             latest[token] = (node, field, path)
         strings = self.strings
@@ -488,7 +490,7 @@ def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
         _add_state_edges(graph, writers, initial, call)
         # Arguments last: a token the call was given and echoed back is the argument's, not new output.
         index.add(node, "output", _fed_output(call))
-        index.add(node, "arguments", call.call.arguments)
+        index.add(node, "arguments", call.call.arguments, leaves)
         _register_writes(writers, call)
     _mark_counterfactual(graph)
     return graph
