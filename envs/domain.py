@@ -183,7 +183,8 @@ class Declaration:
     next world's load rebuilds it and a sandbox or container that hosted it can be reused. ``in_memory``:
     it keeps all its state in memory and touches no files or processes (implies ``contained``), the
     system's user list included: a sandbox for worlds of such domains alone lists no principals in its
-    ``/etc`` and hosts worlds of other principals in turn; a runtime that cannot host it runs its world
+    ``/etc`` and hosts worlds of other principals in turn, and such a world may run in a sandbox made
+    for another world (whose ``/etc`` lists that world's principals); a runtime that cannot host it runs its world
     in-process instead, and says so. ``max_call_seconds``: its longest
     call (a runtime's per-call backstop is raised above it); :meth:`Domain.call_seconds` may derive it from
     the world's section. ``code``: the importable modules it needs inside an isolated runtime, made visible

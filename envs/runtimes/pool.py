@@ -1,7 +1,8 @@
 """Hosts (sandboxes, containers) kept for the next world, written once for both isolated runtimes.
 
 A host is made for a key (what it was started with: its ``/etc``, its mounts); a world is
-opened on an idle host of its key, else on the warm spare if its key matches, else on a new host. When the
+opened on an idle host of its key (or, where the runtime says a host of another key ``fits`` it, of that
+key), else on the warm spare if its key matches, else on a new host. When the
 world closes, its host is kept (after the server's ``close``, which tears the world down) unless it ran a
 tool that may leave state a reload does not rebuild, lost its server, is due to retire (``retire``: a
 sandbox's server near its CPU limit), or the pool is full — then it is stopped. A world that loses its
@@ -48,11 +49,14 @@ H = TypeVar("H", bound=Host)
 class Pool(Generic[H]):
     """``start(key)`` makes a host, ``stop(host)`` ends one. ``idle``: hosts kept, least recently used out
     first; ``warm``: keep one host booting for the next world of the same key; ``retire(host)``: whether a
-    host whose world closed is worn out, and stopped rather than kept."""
+    host whose world closed is worn out, and stopped rather than kept; ``fits(want, have)``: whether a
+    host made for key ``have`` may serve a world of another key ``want`` (an idle host of the world's own
+    key is taken first, and a host goes back idle under its own key)."""
 
     def __init__(self, start: Callable[[Hashable], H], stop: Callable[[H], None], *, idle: int, warm: bool = False,
                  retire: Callable[[H], bool] | None = None, close_timeout: float = 10.0,
-                 start_many: Callable[[list[Hashable]], list[H]] | None = None):
+                 start_many: Callable[[list[Hashable]], list[H]] | None = None,
+                 fits: Callable[[Hashable, Hashable], bool] | None = None):
         self._start = start
         self._start_many = start_many or (lambda keys: [start(key) for key in keys])
         self._stop = stop
@@ -60,7 +64,9 @@ class Pool(Generic[H]):
         self.warm = warm
         self.retire = retire
         self.close_timeout = close_timeout
+        self.fits = fits
         self._live: dict[int, H] = {}
+        self._made_for: dict[int, Hashable] = {}  # live host -> the key it was started with
         self._idle: list[tuple[Hashable, H]] = []
         self._spare: tuple[Hashable, H] | None = None
         self._unkept: set[Hashable] = set()  # keys whose last host was stopped when its world closed
@@ -150,7 +156,13 @@ class Pool(Generic[H]):
                 return
             have = {key for key, _ in self._idle} | ({self._spare[0]} if self._spare else set())
             room = self.idle_limit - len(self._idle)
-        wanted = [key for key in dict.fromkeys(keys) if key not in have][:max(0, room)]
+        wanted = [key for key in dict.fromkeys(keys) if key not in have]
+        if self.fits is not None:  # a world another key's host can serve needs no host of its own
+            fits = self.fits
+            wanted = [key for key in wanted
+                      if not any(fits(key, other) for other in have)
+                      and not any(other != key and fits(key, other) and not fits(other, key) for other in wanted)]
+        wanted = wanted[:max(0, room)]
         if not wanted:
             return
         try:
@@ -162,6 +174,7 @@ class Pool(Generic[H]):
                 continue
             with self._lock:
                 self._live[id(host)] = host
+                self._made_for[id(host)] = key
             try:
                 done = warm(key, host) if warm is not None else None
             except EnvError:
@@ -189,12 +202,12 @@ class Pool(Generic[H]):
     def _reuse(self, key: Hashable) -> H | None:
         while True:
             with self._lock:
-                for index, (idle_key, host) in enumerate(self._idle):
-                    if idle_key == key:
-                        del self._idle[index]
-                        break
-                else:
+                index = next((i for i, (idle_key, _) in enumerate(self._idle) if idle_key == key), None)
+                if index is None and self.fits is not None:
+                    index = next((i for i, (idle_key, _) in enumerate(self._idle) if self.fits(key, idle_key)), None)
+                if index is None:
                     return None
+                _, host = self._idle.pop(index)
                 closing = self._closing.pop(id(host), None)
             if host.alive() and self._closed_cleanly(host, closing):
                 return host
@@ -219,6 +232,7 @@ class Pool(Generic[H]):
             drained = self.closed  # drained from another thread while this host started: nobody would stop it
             if not drained:
                 self._live[id(host)] = host
+                self._made_for[id(host)] = key
         if drained:
             self._stop(host)
             raise EnvError("the runtime is closed")
@@ -251,13 +265,16 @@ class Pool(Generic[H]):
             else:
                 self._unkept.add(key)
         if keep:
-            self._keep_idle(key, host)
+            with self._lock:
+                made_for = self._made_for.get(id(host), key)
+            self._keep_idle(made_for, host)  # idle under its own key: a world of that key finds it first
         else:
             self.discard(host)
 
     def discard(self, host: H) -> None:
         """Stop a host (once, whoever asks first)."""
         with self._lock:
+            self._made_for.pop(id(host), None)
             owned = self._live.pop(id(host), None) is not None
             self._closing.pop(id(host), None)
         if owned:
@@ -268,6 +285,7 @@ class Pool(Generic[H]):
         with self._lock:
             self.closed = True
             hosts, self._live, self._spare, self._idle = list(self._live.values()), {}, None, []
+            self._made_for.clear()
             self._closing.clear()
         return hosts
 

@@ -512,7 +512,7 @@ class SandboxRuntime(Runtime):
         self._finalizer = weakref.finalize(self, _remove_dir, self._staging)
         self.pool: Pool[_Sandbox] = Pool(self._spawn, lambda sandbox: sandbox.shutdown(), idle=self.options.reuse,
                                          warm=self.options.warm, retire=self._worn_out,
-                                         start_many=self._spawn_many)
+                                         start_many=self._spawn_many, fits=self._fits)
         self._closed = False
         self._probe()
 
@@ -568,9 +568,10 @@ class SandboxRuntime(Runtime):
         """One line saying what this sandbox isolates less than the full mode, and how to get it; or None."""
         return "; ".join(note for note in (self.idmap.notice, self._memory_notice) if note) or None
 
-    def _host_key(self, spec: Mapping[str, Any], plan: hosting.Hosting) -> tuple[str, Any]:
-        """What a sandbox for this world is made with (its ``/etc`` and its hosting key); raises
-        :class:`WorldSpecError` for principals the sandbox cannot map or isolate."""
+    def _host_key(self, spec: Mapping[str, Any], plan: hosting.Hosting) -> tuple[str, Any, bool]:
+        """What a sandbox for this world is made with (its ``/etc`` and its hosting key), and whether the
+        world keeps its state in memory; raises :class:`WorldSpecError` for principals the sandbox cannot
+        map or isolate."""
         principals = parse_principals(spec.get("principals"))
         for name, attrs in principals.items():
             for key in ("uid", "gid"):
@@ -579,10 +580,17 @@ class SandboxRuntime(Runtime):
                                          f"the sandbox maps ids 0-{UID_COUNT - 1}; {attrs[key]} is outside")
         check_isolable(principals)
         # Worlds whose domains all keep their state in memory touch no file, /etc included: their sandboxes
-        # list no principals there, so such worlds share sandboxes whatever their principals (a batch of a
-        # few task worlds then starts a sandbox per worker, not one per task world and worker).
+        # list no principals there, so such worlds share sandboxes whatever their principals, and they may
+        # run in any sandbox made with the same mounts (see _fits: a batch of a few task worlds then starts
+        # a sandbox per worker, not one per task world and worker).
         listed = {} if plan.in_memory else principals
-        return json.dumps(etc_files(listed, not self.idmap.shared_uid), sort_keys=True), plan.key()
+        return json.dumps(etc_files(listed, not self.idmap.shared_uid), sort_keys=True), plan.key(), plan.in_memory
+
+    @staticmethod
+    def _fits(want: Any, have: Any) -> bool:
+        """Whether a sandbox made for key ``have`` may host a world of key ``want``: a world kept in memory
+        reads nothing of the sandbox's ``/etc`` (whoever it lists), so one made with the same mounts serves."""
+        return want[2] and want[1] == have[1]
 
     def prepare(self, specs: Iterable[Mapping[str, Any]], semantics: Semantics) -> None:
         """Start sandboxes, side by side, for the worlds about to be opened that have none waiting: their
@@ -660,7 +668,7 @@ class SandboxRuntime(Runtime):
                         warm=lambda _key, spare: self._warm_up(spare, spec, plan, semantics))
 
     def _spawn(self, key: Any, mapped: bool = True) -> _Sandbox:
-        etc, (mounts, command_root) = key
+        etc, (mounts, command_root), _ = key
         return _Sandbox(self.options, json.loads(etc), mounts, self._staging, self._bwrap, self.idmap, command_root,
                         mapped=mapped, memory=self._memory)
 

@@ -206,6 +206,31 @@ def test_worlds_kept_in_memory_share_a_sandbox_whatever_their_principals(sandbox
         runtime.close()
 
 
+def test_a_world_kept_in_memory_runs_in_a_sandbox_made_for_files_which_stays_the_files_worlds(sandbox):
+    runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)
+    files_world = {"principals": ["carol"], "files": {"tree": {"/workspace/a": "x"}}}
+    try:
+        files = runtime.open_world(files_world, "real")
+        made = files.sandbox
+        written = files.call({"tool": "write_file", "principal": "carol",
+                              "params": {"path": "/workspace/b", "content": "left behind"}})
+        assert written["status"] == "ok", written
+        files.close()
+        bank = runtime.open_world({"principals": ["dave"],
+                                   "bank": {"accounts": {"acc-d": {"owner": "dave", "balance": 9}}}}, "real")
+        assert bank.sandbox is made and len(runtime.pool.hosts()) == 1, "a bank world reads no /etc: no new sandbox"
+        balance = bank.call({"tool": "get_balance", "params": {"account": "acc-d"}, "principal": "dave"})
+        assert balance["status"] == "ok" and balance["output"]["balance"] == 9, balance
+        bank.close()
+        again = runtime.open_world(files_world, "real")
+        assert again.sandbox is made, "the sandbox went back idle as the files world's"
+        gone = again.call({"tool": "read_file", "params": {"path": "/workspace/b"}, "principal": "carol"})
+        assert gone["status"] == "error", "the last files world's file is not in the next one"
+        again.close()
+    finally:
+        runtime.close()
+
+
 def test_a_sandbox_is_retired_once_its_server_has_used_half_its_cpu_limit(sandbox):
     bank = {"principals": ["alice"], "bank": {"accounts": {"acc-a": {"owner": "alice", "balance": 5}}}}
     runtime = get_runtime("sandbox", backend=sandbox.backend, warm=False)

@@ -312,3 +312,40 @@ def test_a_host_whose_start_outlasts_the_drain_is_stopped_at_once():
     with pytest.raises(EnvError, match="closed"):
         pools[0].take("a")
     assert started[0].stopped and not pools[0].hosts()
+
+
+def _memory_fits(want, have):
+    """As the sandbox's: a world kept in memory ("mem:<mounts>") runs on any host with its mounts."""
+    return want.startswith("mem:") and want.split(":", 1)[1] == have.split(":", 1)[1]
+
+
+def test_a_world_another_keys_host_fits_rides_on_it_and_the_host_goes_back_under_its_own_key(made):
+    pool = _pool(made, fits=_memory_fits)
+    files = pool.take("files:m")
+    pool.give_back("files:m", files)
+    assert pool.take("mem:other") is not files and len(made) == 2  # other mounts: a host of its own
+    pool.give_back("mem:other", made[1])
+    assert pool.take("mem:m") is files and len(made) == 2  # no start: the files host serves it
+    pool.give_back("mem:m", files)
+    assert pool.take("files:m") is files and len(made) == 2  # kept as a files host, found by its own key
+    pool.give_back("files:m", files)
+    assert pool.take("files:x") is not files and len(made) == 3  # a host fits only worlds kept in memory
+
+
+def test_a_host_of_the_worlds_own_key_is_taken_before_one_that_fits(made):
+    pool = _pool(made, idle=3, fits=_memory_fits)
+    files, memory = pool.take("files:m"), pool.take("mem:m")
+    assert memory is not files  # the files host was busy
+    pool.give_back("files:m", files)
+    pool.give_back("mem:m", memory)
+    assert pool.take("mem:m") is memory and pool.take("mem:m") is files
+
+
+def test_prepare_starts_no_host_for_a_world_another_prepared_or_idle_host_fits(made):
+    pool = _pool(made, idle=4, fits=_memory_fits)
+    pool.prepare(["mem:m", "files:m", "mem:other"])
+    assert sorted(host.key for host in made) == ["files:m", "mem:other"]
+    assert pool.take("mem:m").key == "files:m" and len(made) == 2
+    both_fit = _pool([], idle=4, fits=lambda want, have: True)  # each fits the other: neither is dropped
+    both_fit.prepare(["a", "b"])
+    assert both_fit.idle == 2
