@@ -116,12 +116,15 @@ class EnvClient:
         full), their replies to be read later with :func:`results`: an entry per message, its
         :class:`Reply`, or the :class:`EnvError` that kept it from being sent."""
         entries: list[Reply | EnvError] = []
-        with self.corked():
-            for fields in messages:
-                try:
-                    entries.append(self.send(op, timeout, **fields))
-                except EnvError as exc:
-                    entries.append(exc)
+        try:
+            with self.corked():
+                for fields in messages:
+                    try:
+                        entries.append(self.send(op, timeout, **fields))
+                    except EnvError as exc:
+                        entries.append(exc)
+        except EnvError:  # the write failed: the client is broken, and each entry's result says so
+            pass
         return entries
 
     @contextlib.contextmanager
@@ -134,8 +137,15 @@ class EnvClient:
         self._corked = []
         try:
             yield
-        finally:
-            self._uncork()
+        except BaseException:
+            # Interrupted: what was sent so far still goes, so the replies stay in step; a failed write
+            # (the client is then broken) must not hide what interrupted the block.
+            try:
+                self._uncork()
+            except EnvError:
+                pass
+            raise
+        self._uncork()
 
     def _uncork(self) -> None:
         held, self._corked = self._corked, None

@@ -392,6 +392,7 @@ def begin_on(pool: Pool[Any], key: Hashable, send: Callable[[Any], Callable[[], 
     def send_calls(requests: Iterable[Mapping[str, Any]], then_report: bool) -> Iterator[Any]:
         client = host.client
         assert client is not None
+        sent: list[Reply | EnvError] = []
         try:
             with client.corked():  # the run's calls and its report in one write
                 sent = client.send_each("call", ({"request": dict(request)}

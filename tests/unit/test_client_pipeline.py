@@ -251,14 +251,38 @@ def test_requests_sent_corked_go_in_one_write_and_answer_as_sent_one_by_one(serv
                 first = replies[0].result()  # waited for inside the block: what was held back goes first
                 replies += client.send_each("call", ({"request": r} for r in requests[4:]))
         else:
-            replies = client.send_each("call", ({"request": r} for r in requests))
+            replies = [client.send("call", request=r) for r in requests]  # a write each
         answers.append(_answers(results(replies)))
         sent_in = len(writes)
         assert client.request("report") is not None  # still in step afterwards
         if corked:
             assert first == answers[-1][0]
             assert sent_in == 2, "the block's requests went out held back, in two writes (one before the wait)"
+        else:
+            assert sent_in == len(requests)
     assert answers[0] == answers[1] and len(answers[1]) == len(requests)
+
+
+def test_a_corked_write_to_a_server_that_is_gone_fails_each_request_in_its_place(server):
+    proc, client = server()
+    client.request("load", spec=SPEC, semantics="stub")
+    proc.kill()
+    proc.wait()
+    entries = client.send_each("call", ({"request": r} for r in _calls(2)))  # no exception: an entry each
+    assert len(entries) == 8 and client.broken
+    assert all(isinstance(outcome, ServerGone) for outcome in results(entries))
+
+
+def test_an_interrupted_corked_block_still_sends_what_it_held_and_raises_what_interrupted_it(server):
+    _, client = server()
+    client.request("load", spec=SPEC, semantics="stub")
+    replies = []
+    with pytest.raises(KeyboardInterrupt):
+        with client.corked():
+            replies += [client.send("call", request=r) for r in _calls(1)]
+            raise KeyboardInterrupt
+    assert [reply.result()["status"] for reply in replies[:2]] == ["ok", "ok"]
+    assert client.request("report") is not None and not client.broken  # in step
 
 
 def test_a_corked_block_larger_than_a_one_page_pipe_never_blocks_both_ends(server):
