@@ -2,7 +2,7 @@
 runtimes side by side: wall time, CPU seconds per run and cores kept busy; and the overhead of a Dask
 LocalCluster against the local process pool.
 
-    python benchmarks/revalidate_corpus.py [--rounds 3] [--jobs 2] [--reports flagged] [--no-dask]
+    python benchmarks/revalidate_corpus.py [--rounds 4] [--jobs 2] [--reports flagged] [--no-dask]
                                            [--against PYTHON]
 
 Each round runs ``litmus-replay revalidate corpus/runs --worlds corpus/worlds --out OUT --runtime R``
@@ -121,7 +121,7 @@ def runs_in(out: Path) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="an even number runs each order as often")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--reports", default="flagged", choices=("all", "flagged", "none"))
     parser.add_argument("--no-dask", action="store_true")
@@ -153,7 +153,8 @@ def main() -> None:
         print(f"{'runtime':20} {'wall s':>7} {'runs/s':>7} {'CPU s':>6} {'CPU ms/run':>10} {'cores busy':>10}  "
               f"load average before each round (1, 5, 15 min)")
         for label, _, _ in labels:
-            wall, cpu, _ = sorted(rows[label])[len(rows[label]) // 2]
+            wall = statistics.median(entry[0] for entry in rows[label])
+            cpu = statistics.median(entry[1] for entry in rows[label])
             loads = "; ".join(entry[2] for entry in rows[label])
             print(f"{label:20} {wall:7.2f} {runs / wall:7.0f} {cpu:6.2f} {1000 * cpu / runs:10.2f} "
                   f"{cpu / wall:10.2f}  {loads}")

@@ -6,8 +6,9 @@ env server in a sandbox against the same calls made in this process, and what a 
 For each task world of ``corpus/``, the first ``--worlds`` runs' real worlds are opened, sent every
 recorded call as a batch sends them (in the sandbox: the load and first snapshot in one write, then the
 run's calls and its report in another, all ahead of their answers), asked for their final report and
-closed, one after another on one core; nothing else (no stub world, policy or analysis). Each figure is
-the median of ``--passes`` passes, in process and in the sandbox taking turns.
+closed, one after another on one core; nothing else (no stub world, policy or analysis). Each row is
+the pass with the median ratio of ``--passes`` passes, in process and in the sandbox taking turns in both
+orders.
 In process, the figure is this process's CPU. In the sandbox it is split: the env server's own CPU (read
 from ``/proc`` by the sandbox, as it does to retire a worn-out server, before the sandbox is stopped;
 one server hosts every world of a task, so none is retired mid-way) and this process's, which encodes the requests and decodes the answers. A cold start
@@ -22,7 +23,6 @@ import argparse
 import os
 import platform
 import resource
-import statistics
 import time
 from pathlib import Path
 
@@ -96,6 +96,15 @@ def in_sandbox(runs: list[tuple[dict, list[dict]]]) -> tuple[float, float]:
         runtime.close()
 
 
+def _one_pass(runs: list[tuple[dict, list[dict]]], sandbox_first: bool) -> tuple[float, float, float]:
+    """(in process, the env server's, this process's) CPU seconds for the runs' real worlds."""
+    if sandbox_first:
+        server, client = in_sandbox(runs)
+        return in_process(runs), server, client
+    alone = in_process(runs)
+    return (alone, *in_sandbox(runs))
+
+
 def cold_start(spec: dict, starts: int) -> float:
     """CPU seconds per sandbox started, given one world and stopped, all its processes counted."""
     runtime = get_runtime("sandbox", reuse=0, warm=False)  # no host kept, none started ahead
@@ -127,9 +136,10 @@ def main() -> None:
           f"{'sandbox / in process':>21}   (CPU ms per world)")
     totals = [0.0, 0.0, 0.0]
     for key, runs in sorted(plans.items()):
-        # the median of --passes, in-process and sandbox taking turns: one pass's figures drift by a fifth
-        passes = [(in_process(runs), *in_sandbox(runs)) for _ in range(args.passes)]
-        alone, server, client = (statistics.median(column) for column in zip(*passes))
+        # the median of --passes (one pass's figures drift by a fifth), in-process and sandbox taking turns
+        # in both orders; a pass's figures stay together: the pass whose ratio is the median
+        passes = [_one_pass(runs, sandbox_first=index % 2 == 1) for index in range(args.passes)]
+        alone, server, client = sorted(passes, key=lambda figures: (figures[1] + figures[2]) / figures[0])[len(passes) // 2]
         count = len(runs)
         calls = sum(len(requests) for _, requests in runs)
         for index, value in enumerate((alone, server, client)):
