@@ -154,13 +154,14 @@ class Pool(Generic[H]):
         with self._lock:
             if self.closed:
                 return
-            have = {key for key, _ in self._idle} | ({self._spare[0]} if self._spare else set())
+            idle = {key for key, _ in self._idle}
+            have = idle | ({self._spare[0]} if self._spare else set())
             room = self.idle_limit - len(self._idle)
         wanted = [key for key in dict.fromkeys(keys) if key not in have]
-        if self.fits is not None:  # a world another key's host can serve needs no host of its own
-            fits = self.fits
+        if self.fits is not None:  # a world an idle or prepared host of another key fits needs none of its own
+            fits = self.fits  # (a spare is taken by its own key only)
             wanted = [key for key in wanted
-                      if not any(fits(key, other) for other in have)
+                      if not any(fits(key, other) for other in idle)
                       and not any(other != key and fits(key, other) and not fits(other, key) for other in wanted)]
         wanted = wanted[:max(0, room)]
         if not wanted:
