@@ -134,7 +134,7 @@ def plan(spec: Mapping[str, Any], semantics: Semantics, runtime: str, *, foreign
         call_seconds=max(seconds) if seconds else None,
         uncontained_tools=frozenset(uncontained),
         obstacle="; ".join(obstacles) or None,
-        in_memory=all(pair[semantics].declaration.in_memory for pair in pairs.values()),
+        in_memory=bool(pairs) and all(pair[semantics].declaration.in_memory for pair in pairs.values()),  # as World
         command_root=any(pair[semantics].declaration.command_root for pair in pairs.values()),
     )
 

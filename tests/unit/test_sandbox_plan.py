@@ -75,3 +75,20 @@ def test_the_server_may_make_a_commands_root_only_where_a_domain_needs_one():
         assert shell - plain == {"CAP_SYS_ADMIN", "CAP_SYS_CHROOT"}
         assert "CAP_SETPCAP" in plain  # every command is exec'd without capabilities
         assert ("CAP_SETUID" in plain) is not shared  # principals sharing one uid are never switched to
+
+
+def test_a_world_is_planned_as_kept_in_memory_exactly_when_the_world_itself_keeps_no_files():
+    from litmus_replay.envs import World
+    from litmus_replay.envs.runtimes import hosting
+
+    for spec in ({"principals": ["alice"]},  # no domain: a world with a directory, like any other
+                 {"principals": ["alice"], "bank": {}},
+                 {"principals": ["alice"], "records": {}, "profiles": {}},
+                 {"principals": ["alice"], "files": {}},
+                 {"principals": ["alice"], "bank": {}, "files": {}}):
+        world = World(spec, "real")
+        try:
+            keeps_files = world.env.root is not None
+        finally:
+            world.close()
+        assert hosting.plan(spec, "real", "sandbox").in_memory is not keeps_files, spec
