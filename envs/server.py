@@ -96,11 +96,10 @@ class WorldHost:
         root.mkdir(parents=True)
         return root
 
-    def _drop_root(self) -> Path:
+    def _drop_root(self) -> None:
         root = self.world_root / "root"  # type: ignore[operator]
         if root.exists():
             remove_tree(root)
-        return root
 
     def _build(self, spec: Mapping[str, Any], semantics: str) -> None:
         self._close_world()
