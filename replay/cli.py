@@ -519,6 +519,7 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
 
     hooks.notice = notice
     hooks.begin = bar.start  # not before: bad input is one line, with no bar above it
+    batch.own_process()  # this process exists for the batch: the collector leaves what is loaded alone
     try:
         try:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,

@@ -156,15 +156,30 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
 
 
 _SETTLED: list[bool] = []
+_OWNED: list[bool] = []  # this process exists for the batch (see own_process)
+
+
+def own_process() -> None:
+    """Say that this process exists to run batches (the command line's does): what it has loaded so far
+    leaves the cyclic collector's generations now (``gc.freeze``), and what it loads to replay (a
+    benchmark's suites) after its first chunk, as in a pool's worker (:func:`_settle`). The collector
+    otherwise walks every module and model again at each full collection, about a tenth of a batch's
+    CPU. A worker forked later inherits both. Never for a program that runs a batch among other work:
+    what is frozen is never collected."""
+    if not _OWNED:
+        _OWNED.append(True)
+        gc.collect()
+        gc.freeze()
 
 
 def _settle() -> None:
     """After a pool worker's first chunk, move what it has loaded to replay (modules, a benchmark's suites
     and environments, which live as long as the worker) out of the cyclic collector's generations
     (``gc.freeze``), garbage collected first: the collections that a run's many short-lived objects set off
-    no longer walk them (half the collector's time in an AgentDojo batch). Only in a pool's worker process,
-    which exists for the batch; never in a program that calls :func:`replay_runs` itself."""
-    if _SETTLED or multiprocessing.parent_process() is None:
+    no longer walk them (half the collector's time in an AgentDojo batch). Only in a process that exists for
+    the batch (a pool's worker, or one that said so: :func:`own_process`); never in a program that calls
+    :func:`replay_runs` itself."""
+    if _SETTLED or (multiprocessing.parent_process() is None and not _OWNED):
         return
     _SETTLED.append(True)
     gc.collect()

@@ -410,3 +410,28 @@ def test_a_verdict_of_unknown_kind_is_judged_as_the_user_names_it(tmp_path):
     assert json.loads((tmp_path / "named" / "batch.json").read_text())["original_kind"] == "proposal_time"
     page = batch.write_run_page(tmp_path / "named", named["over_penalised"][0], runtime="inprocess")
     assert "over_penalised" in page.read_text()
+
+
+def test_only_a_process_that_exists_for_the_batch_freezes_what_it_has_loaded(tmp_path):
+    """A program that replays a chunk itself keeps its garbage collector as it was (what is frozen is never
+    collected); a process that said it exists for the batch (the command line's) has its modules frozen at
+    once, and what the first chunk loaded after it."""
+    worlds, runs, _ = _make_batch(tmp_path)
+    script = f"""
+import gc, sys
+from litmus_replay.replay import batch
+runs = list(batch.discover([{str(runs)!r}]).iter_runs())[:2]
+def chunk():
+    batch.replay_runs(runs, {str(worlds)!r}, "inprocess", None, reports="none")
+chunk()
+library = gc.get_freeze_count()
+batch.own_process()
+owned = gc.get_freeze_count()
+chunk()
+print(library, owned, gc.get_freeze_count())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    library, owned, settled = map(int, done.stdout.split())
+    assert library == 0
+    assert owned > 0
+    assert settled >= owned
