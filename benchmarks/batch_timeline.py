@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--chunks", action="store_true")
     args = parser.parse_args()
     batch_run.replay_runs = logged  # the name run_batch sends to the executor
+    batch.dedicate_process()  # as the litmus-replay command does
     with tempfile.TemporaryDirectory() as tmp:
         began = time.perf_counter()
         summary = batch.run_batch([CORPUS / "runs"], CORPUS / "worlds", Path(tmp) / "out", runtime=args.runtime,

@@ -202,6 +202,17 @@ class _LazyGroup(_Group):
         return super().get_command(ctx, cmd_name)
 
 
+_PROGRAM: list[bool] = []  # set by program(): this process is the litmus-replay command itself
+
+
+def program() -> None:
+    """The ``litmus-replay`` command: :func:`main` in a process of its own, which may therefore tune the
+    process for its command (``revalidate`` freezes what it has loaded: :func:`batch.dedicate_process`).
+    A program that calls :func:`main` itself keeps its process as it was."""
+    _PROGRAM.append(True)
+    main()
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="litmus-replay")
 @verbosity_options(verbose="More detail (what each command adds is in its help).")
@@ -519,7 +530,8 @@ def revalidate_command(runs: tuple[str, ...], worlds_dir: str | None, fmt: str, 
 
     hooks.notice = notice
     hooks.begin = bar.start  # not before: bad input is one line, with no bar above it
-    batch.own_process()  # this process exists for the batch: the collector leaves what is loaded alone
+    if _PROGRAM:  # this process exists for the batch: the collector leaves what is loaded alone
+        batch.dedicate_process()
     try:
         try:
             summary = batch.run_batch(runs, worlds_dir, out_dir, fmt=fmt, runtime=runtime, jobs=jobs, executor=executor,

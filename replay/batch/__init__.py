@@ -36,7 +36,8 @@ from .worker import (
     REPORT_MODES,
     REPORTS_DIR,
     close_worker,
-    own_process,
+    dedicate_process,
+    freeze_loaded,
     replay_in,
     replay_runs,
     report_path,
@@ -48,7 +49,7 @@ __all__ = [
     "BATCH", "CHUNKS_PER_WORKER", "Discovery", "NO_TOOL_CALLS", "ORIGINAL_KINDS",
     "Progress", "REPORTS_DIR", "REPORT_MODES", "RESULTS", "RUN_SUFFIXES", "ResultLine", "ResultsFile", "Run",
     "SUMMARY", "SUMMARY_VERSION", "Summary", "Unreadable", "close_worker", "discover", "execute_dask",
-    "execute_local", "finish_results", "iter_results", "link_pages", "missing_inputs", "own_process", "page_navs",
+    "execute_local", "finish_results", "iter_results", "link_pages", "missing_inputs", "dedicate_process", "freeze_loaded", "page_navs",
     "as_line", "BatchSummary", "read_line", "read_runs", "replay_in", "replay_runs", "report_path", "run_batch", "summarise",
     "summarise_checks", "wants_page", "warm_worker", "write_run_page",
 ]

@@ -25,7 +25,7 @@ from .pages import link_pages
 from .results import BATCH, RESULTS, SUMMARY, SUMMARY_SECONDS, ResultsFile, _settled, finish_results, iter_results
 from .schema import SUMMARY_VERSION, ResultLine
 from .summary import Summary
-from .worker import ORIGINAL_KINDS, REPORT_MODES, VERDICT_MEANINGS, close_worker, replay_runs, warm_worker
+from .worker import ORIGINAL_KINDS, REPORT_MODES, VERDICT_MEANINGS, close_worker, freeze_loaded, replay_runs, warm_worker
 
 
 _LOG = logging.getLogger("litmus_replay")
@@ -174,6 +174,7 @@ def run_batch(
     work = partial(replay_runs, worlds_dir=worlds, runtime=runtime, out_dir=str(out.resolve()), reports=reports,
                    benchmark_version=benchmark_version)
     warm = partial(warm_worker, worlds, runtime, benchmark_version)
+    freeze_loaded()  # a dedicated process's workers are forked with what it loaded frozen
     try:
         if executor == "dask":
             execute_dask(todo, scheduler, work, on_line, chunk, warm=warm, on_note=note)

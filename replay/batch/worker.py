@@ -156,32 +156,40 @@ def replay_runs(runs: list[Run], worlds_dir: str | None, runtime: str, out_dir: 
 
 
 _SETTLED: list[bool] = []
-_OWNED: list[bool] = []  # this process exists for the batch (see own_process)
+_DEDICATED: list[bool] = []  # this process exists to run batches (see dedicate_process)
 
 
-def own_process() -> None:
-    """Say that this process exists to run batches (the command line's does): what it has loaded so far
-    leaves the cyclic collector's generations now (``gc.freeze``), and what it loads to replay (a
-    benchmark's suites) after its first chunk, as in a pool's worker (:func:`_settle`). The collector
-    otherwise walks every module and model again at each full collection, about a tenth of a batch's
-    CPU. A worker forked later inherits both. Never for a program that runs a batch among other work:
-    what is frozen is never collected."""
-    if not _OWNED:
-        _OWNED.append(True)
-        gc.collect()
-        gc.freeze()
+def dedicate_process() -> None:
+    """Say that this process exists to run batches (the ``litmus-replay`` program does; a program that runs
+    a batch among other work must not): what it has loaded so far leaves the cyclic collector's
+    generations now (``gc.freeze``), again before a batch starts its pool (:func:`freeze_loaded`), and
+    after its first chunk, as in a pool's worker (:func:`_settle`). Frozen objects are still freed when
+    nothing refers to them, but a cycle among them is kept until the process ends."""
+    if not _DEDICATED:
+        _DEDICATED.append(True)
+        _freeze()
+
+
+def freeze_loaded() -> None:
+    """In a dedicated process, freeze what the batch has loaded since (its worlds, runtime, domains),
+    before its workers are forked from it."""
+    if _DEDICATED:
+        _freeze()
 
 
 def _settle() -> None:
     """After a pool worker's first chunk, move what it has loaded to replay (modules, a benchmark's suites
     and environments, which live as long as the worker) out of the cyclic collector's generations
     (``gc.freeze``), garbage collected first: the collections that a run's many short-lived objects set off
-    no longer walk them (half the collector's time in an AgentDojo batch). Only in a process that exists for
-    the batch (a pool's worker, or one that said so: :func:`own_process`); never in a program that calls
-    :func:`replay_runs` itself."""
-    if _SETTLED or (multiprocessing.parent_process() is None and not _OWNED):
+    no longer walk them (half the collector's time in an AgentDojo batch). Only in a pool's worker or a
+    dedicated process (:func:`dedicate_process`), never in a process that has not said so."""
+    if _SETTLED or (multiprocessing.parent_process() is None and not _DEDICATED):
         return
     _SETTLED.append(True)
+    _freeze()
+
+
+def _freeze() -> None:
     gc.collect()
     gc.freeze()
 

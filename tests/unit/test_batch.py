@@ -412,26 +412,50 @@ def test_a_verdict_of_unknown_kind_is_judged_as_the_user_names_it(tmp_path):
     assert "over_penalised" in page.read_text()
 
 
-def test_only_a_process_that_exists_for_the_batch_freezes_what_it_has_loaded(tmp_path):
-    """A program that replays a chunk itself keeps its garbage collector as it was (what is frozen is never
-    collected); a process that said it exists for the batch (the command line's) has its modules frozen at
-    once, and what the first chunk loaded after it."""
+def test_only_a_process_dedicated_to_batches_freezes_what_it_has_loaded(tmp_path):
+    """A program that replays a chunk itself keeps its garbage collector as it was (a cycle among frozen
+    objects is never collected); a process dedicated to batches has its modules frozen at once, and what its
+    first chunk loaded (its worlds) once the chunk is done."""
     worlds, runs, _ = _make_batch(tmp_path)
     script = f"""
-import gc, sys
+import gc
 from litmus_replay.replay import batch
+from litmus_replay.replay.batch import worker
 runs = list(batch.discover([{str(runs)!r}]).iter_runs())[:2]
 def chunk():
-    batch.replay_runs(runs, {str(worlds)!r}, "inprocess", None, reports="none")
-chunk()
-library = gc.get_freeze_count()
-batch.own_process()
-owned = gc.get_freeze_count()
-chunk()
-print(library, owned, gc.get_freeze_count())
+    return batch.replay_runs(runs, {str(worlds)!r}, "inprocess", None, reports="none")
+def tracked():  # whether the chunk's worlds are still walked by the collector (frozen objects are not)
+    return any(item is worker._WORKER["worlds"] for item in gc.get_objects())
+lines = chunk()
+library = (gc.get_freeze_count(), tracked())
+batch.close_worker()
+batch.dedicate_process()
+dedicated = gc.get_freeze_count()
+lines = chunk()
+print(*library, dedicated, gc.get_freeze_count(), tracked())
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
-    library, owned, settled = map(int, done.stdout.split())
-    assert library == 0
-    assert owned > 0
-    assert settled >= owned
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    library_frozen, library_tracked, dedicated, settled, tracked = done.stdout.split()
+    assert (library_frozen, library_tracked) == ("0", "True")
+    assert int(dedicated) > 0
+    assert int(settled) > int(dedicated) and tracked == "False"
+
+
+def test_the_command_dedicates_its_process_and_main_called_by_a_program_does_not(tmp_path):
+    worlds, runs, _ = _make_batch(tmp_path)
+    for entry, expect_frozen in (("program", True), ("main", False)):
+        script = f"""
+import gc, sys
+from litmus_replay.replay import cli
+sys.argv = ["litmus-replay", "revalidate", {str(runs)!r}, "--worlds", {str(worlds)!r}, "--out",
+            {str(tmp_path / entry)!r}, "--runtime", "inprocess", "--jobs", "1", "-q"]
+try:
+    cli.{entry}()
+except SystemExit as exc:
+    print(exc.code, gc.get_freeze_count(), file=sys.stderr)
+"""
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+        code, frozen = done.stderr.split()[-2:]
+        assert code in ("0", "None", "3"), done.stderr[-3000:]
+        assert (int(frozen) > 0) is expect_frozen
