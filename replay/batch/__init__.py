@@ -49,7 +49,8 @@ __all__ = [
     "BATCH", "CHUNKS_PER_WORKER", "Discovery", "NO_TOOL_CALLS", "ORIGINAL_KINDS",
     "Progress", "REPORTS_DIR", "REPORT_MODES", "RESULTS", "RUN_SUFFIXES", "ResultLine", "ResultsFile", "Run",
     "SUMMARY", "SUMMARY_VERSION", "Summary", "Unreadable", "close_worker", "discover", "execute_dask",
-    "execute_local", "finish_results", "iter_results", "link_pages", "missing_inputs", "dedicate_process", "freeze_loaded", "page_navs",
+    "execute_local", "finish_results", "iter_results", "link_pages", "missing_inputs", "page_navs",
+    "dedicate_process", "freeze_loaded",
     "as_line", "BatchSummary", "read_line", "read_runs", "replay_in", "replay_runs", "report_path", "run_batch", "summarise",
     "summarise_checks", "wants_page", "warm_worker", "write_run_page",
 ]
