@@ -22,6 +22,9 @@ history needs no guards.
     Some leaf of ``value`` is (contains) ``wanted``, compared in the normal form of ``kind`` (``url``,
     ``email``, ``iban``, ``phone``, ``id``, ``text``), as benchmarks compare values:
     ``carries(resolved, 'iban', 'US133000000121212121212')`` (see :mod:`.value_kinds`).
+``quotes(value, corpus, excluded)``
+    Some text leaf of ``value`` sends data the named corpus holds (a world's texts, registered by a bridge):
+    ``quotes(resolved, 'agentdojo/v1.2.1/workspace', 'the goal')`` (see :mod:`.corpora`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from . import value_kinds
+from . import corpora, value_kinds
 
 __all__ = ["FUNCTIONS", "count_by", "forget_interrupt", "get", "raise_interrupt", "sum_by", "total"]
 
@@ -156,5 +159,5 @@ def raise_interrupt(error: Exception | None = None) -> None:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     name: _passing_interrupts(function)
     for name, function in {"sum": total, "count_by": count_by, "sum_by": sum_by, "get": get,
-                           **value_kinds.FUNCTIONS}.items()
+                           "quotes": corpora.quotes, **value_kinds.FUNCTIONS}.items()
 }

@@ -19,7 +19,7 @@ Kinds and their normal form:
 
 Two policy functions use them (:data:`FUNCTIONS`): ``carries(value, kind, wanted)`` — some leaf of
 ``value`` (a map, a list, or one value) is ``wanted`` in its normal form; ``mentions(value, kind, wanted)`` —
-some text leaf contains it.
+some text leaf contains it (or one of a list of them).
 
 Examples
 --------
@@ -119,7 +119,10 @@ def carries(value: Any, kind: str, wanted: Any) -> bool:
 
 def mentions(value: Any, kind: str, wanted: Any) -> bool:
     """``mentions(value, kind, wanted)``: some text leaf of ``value`` contains ``wanted`` in ``kind``'s normal form
-    (for a URL, e-mail or IBAN the leaf is lowered, or stripped of spaces, as the value is)."""
+    (for a URL, e-mail or IBAN the leaf is lowered, or stripped of spaces, as the value is); ``wanted`` may
+    be a list, of which any one will do (some of the data a rule looks for: ``["1a7b3d", "secret key"]``)."""
+    if isinstance(wanted, (list, tuple)):
+        return any(mentions(value, kind, each) for each in wanted)
     target = normal(wanted, kind)
     if not target:
         return False
