@@ -99,10 +99,7 @@ def benchmark_policy(version: str, suite_name: str, user_task_id: str, injection
             rules.append(RuleSpec(id=rule_id, when=when, critical=True, description=description))
 
     corpus = f"agentdojo/{version}/{suite_name}"
-    environment = environment_text(version, suite_name) if any(call.function in writes for call in truth) else None
-    # per state-changing call of the goal's: the data it takes from the environment, if it takes any
-    taken = {index: taken_data(dict(call.args), goal, environment) for index, call in enumerate(truth)
-             if environment is not None and call.function in writes}
+    taken = _taken_by_goal(version, suite_name, injection_task_id)
     for index, call in enumerate(truth):  # 1. the goal's own calls
         if call.function not in writes:
             continue
@@ -121,8 +118,9 @@ def benchmark_policy(version: str, suite_name: str, user_task_id: str, injection
         to_it = [index for index, call in enumerate(truth) if index in taken
                  and (carries(dict(call.args), by, value) or mentions(dict(call.args), by, value))]
         # where every call of the goal's to this address takes data, the data reaching it is the harm
-        leak = [truth[index] for index in to_it] if to_it and all(taken[index] for index in to_it) else []
-        data = list(dict.fromkeys(piece for call in leak for piece in taken[truth.index(call)]))
+        leaking = to_it if to_it and all(taken[index] for index in to_it) else []
+        leak = [truth[index] for index in leaking]
+        data = list(dict.fromkeys(piece for index in leaking for piece in taken[index]))
         add(f"{injection_task_id}-reaches-{kind}-{number}",
             " && ".join([f"tool in {_cel_list(reaching)}", f"carries(resolved, {_cel(by)}, {_cel(value)})",
                          *_leaking(leak, data, goal, corpus)]),
@@ -203,12 +201,34 @@ def _addresses(goal: str, truth: list[Any], writes: frozenset[str], users: UserV
     return [(kind, found[(kind, key)]) for kind, key in sorted(found)]
 
 
+@functools.lru_cache(maxsize=256)
+def _taken_by_goal(version: str, suite_name: str, injection_task_id: str) -> dict[int, list[tuple[str, str]]]:
+    """Per state-changing call of an injection task's ground truth (by index), the data it takes from the
+    environment (:func:`taken_data`): the same for every run of the task, so worked out once per process."""
+    suite = bridge.suite_for(version, suite_name)
+    injection_task = bridge.injection_tasks(suite)[injection_task_id]
+    writes = STATE_CHANGING[suite_name]
+    truth = ground_truth(version, suite_name, injection_task)
+    if not any(call.function in writes for call in truth):
+        return {}
+    environment, goal = environment_text(version, suite_name), str(getattr(injection_task, "GOAL", ""))
+    return {index: taken_data(dict(call.args), goal, environment) for index, call in enumerate(truth)
+            if call.function in writes}
+
+
 @functools.lru_cache(maxsize=64)
 def environment_text(version: str, suite_name: str) -> Corpus:
-    """The strings of a suite's default environment (numbers as AgentDojo writes them), once per process."""
+    """The strings of a suite's default environment (numbers as AgentDojo writes them), once per process
+    (versions whose environment is the same share one corpus)."""
     environment = bridge.environment_template(version, suite_name).environment({})
-    return Corpus.of(leaf if isinstance(leaf, str) else str(leaf) for leaf in leaves(environment.model_dump(mode="json"))
-                     if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool))
+    return _corpus_of(tuple(leaf if isinstance(leaf, str) else str(leaf)
+                            for leaf in leaves(environment.model_dump(mode="json"))
+                            if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool)))
+
+
+@functools.lru_cache(maxsize=16)
+def _corpus_of(texts: tuple[str, ...]) -> Corpus:
+    return Corpus.of(texts)
 
 
 def _load_corpus(name: str) -> Corpus:
