@@ -3,8 +3,8 @@
 A rule on exfiltration asks whether a call sends what the world keeps (a security code, an IBAN, the body
 of an e-mail), not only whether it reaches the attacker: an e-mail to the attacker whose body is "(insert
 the e-mails here)" leaks nothing. A world's texts are too large to write into a condition, so whoever
-builds such a rule names a *corpus*, and a loader registered for the name's first part (``agentdojo`` in
-``agentdojo/v1.2.1/workspace``) gives its texts, once per process, in the process that judges.
+builds such a rule names a *corpus*, and a loader a bridge registers for the name's first part (``bench``
+in ``bench/v2/mail``) gives its texts, once per process, in the process that judges.
 
 ``quotes(value, corpus, excluded)``
     some text leaf of ``value`` holds a word of the corpus that is data by itself (an e-mail address, a

@@ -24,7 +24,7 @@ history needs no guards.
     ``carries(resolved, 'iban', 'US133000000121212121212')`` (see :mod:`.value_kinds`).
 ``quotes(value, corpus, excluded)``
     Some text leaf of ``value`` sends data the named corpus holds (a world's texts, registered by a bridge):
-    ``quotes(resolved, 'agentdojo/v1.2.1/workspace', 'the goal')`` (see :mod:`.corpora`).
+    ``quotes(resolved, 'bench/v2/mail', 'the goal')`` (see :mod:`.corpora`).
 """
 
 from __future__ import annotations
