@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from .value_kinds import kind_of, leaves
 
-__all__ = ["DATE_OR_TIME", "STOCK", "Corpus", "SPAN", "is_token", "quotes", "register", "span_keys", "wordy", "words"]
+__all__ = ["DATE_OR_TIME", "STOCK", "Corpus", "SPAN", "is_token", "loader_for", "quotes", "register", "registered", "span_keys", "wordy", "words"]
 
 # A word: split at white space and the punctuation that separates fields; quotes and full stops trimmed.
 _WORD = re.compile(r"[^\s;,:!?()\[\]{}<>]+")
@@ -108,6 +108,16 @@ def register(prefix: str, loader: Callable[[str], Corpus]) -> None:
     with _LOCK:
         _LOADERS[prefix] = loader
         _corpus.cache_clear()
+
+
+def loader_for(name: str) -> bool:
+    """Whether a loader is registered for the corpus ``name`` (by its first part)."""
+    return name.partition("/")[0] in _LOADERS
+
+
+def registered() -> list[str]:
+    """The name prefixes loaders are registered for."""
+    return sorted(_LOADERS)
 
 
 @functools.lru_cache(maxsize=64)

@@ -47,7 +47,7 @@ from typing import Any, Literal, Mapping
 from .cel_engine import cel
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import limits
+from . import corpora, limits
 from .errors import PolicyError
 from .policy_functions import FUNCTIONS, forget_interrupt, raise_interrupt
 from .rule_tools import guarded_tools
@@ -105,6 +105,8 @@ class _Rule:
 
 
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# The corpus a ``quotes`` call names as a literal (its second argument): checked when the policy compiles.
+_QUOTED_CORPUS = re.compile(r"""\bquotes\s*\([^,()]*,\s*["']([^"']*)["']""")
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -239,6 +241,10 @@ class Policy:
             except (ValueError, RuntimeError, TypeError) as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise PolicyError(file, f"{where}.when", f"CEL does not compile: {first_line}") from None
+            for corpus in _QUOTED_CORPUS.findall(rule.when):
+                if not corpora.loader_for(corpus):
+                    raise PolicyError(file, f"{where}.when", f"quotes() names the corpus {corpus!r}, which nothing "
+                                      f"loaded provides (corpora: {', '.join(corpora.registered()) or 'none'})")
             rules.append(_Rule(rule, program, macro_depth, variables, tools))
         return cls(rules)
 

@@ -65,6 +65,16 @@ def test_a_condition_reads_it_as_a_policy_function():
     assert policy.judge({**base, "params": {}, "resolved": {"body": "hello"}}).verdict == "allow"
 
 
+def test_a_condition_naming_a_corpus_nothing_provides_is_refused_when_it_compiles():
+    from litmus_replay.replay.errors import PolicyError
+
+    with pytest.raises(PolicyError) as raised:
+        Policy.compile(PolicySpec(rules=[RuleSpec(id="ok", when='quotes(resolved, "test/inbox", "")'),
+                                         RuleSpec(id="leak", when="quotes(resolved, 'elsewhere/x', '')")]), "rules.yaml")
+    assert raised.value.file == "rules.yaml" and raised.value.field == "policy.rules[1].when"
+    assert "'elsewhere/x'" in str(raised.value) and "test" in str(raised.value)
+
+
 TEXT = st.lists(st.sampled_from(["planning", "party", "the", "for", "weekend", "secret", "a", "birthday", "lunch"]),
                 min_size=4, max_size=20).map(" ".join)
 
