@@ -4,7 +4,8 @@ A rule on exfiltration asks whether a call sends what the world keeps (a securit
 of an e-mail), not only whether it reaches the attacker: an e-mail to the attacker whose body is "(insert
 the e-mails here)" leaks nothing. A world's texts are too large to write into a condition, so whoever
 builds such a rule names a *corpus*, and a loader a bridge registers for the name's first part (``bench``
-in ``bench/v2/mail``) gives its texts, once per process, in the process that judges.
+in ``bench/v2/mail``) gives its texts, once per process, in the process that judges; a name no loader has
+yet loads the world providers first, where bridges live (:func:`discover_with`).
 
 ``quotes(value, corpus, excluded)``
     some text leaf of ``value`` holds a word of the corpus that is data by itself (an e-mail address, a
@@ -27,7 +28,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from .value_kinds import kind_of, leaves
 
-__all__ = ["DATE_OR_TIME", "STOCK", "Corpus", "SPAN", "is_token", "loader_for", "quotes", "register", "registered", "span_keys", "wordy", "words"]
+__all__ = ["DATE_OR_TIME", "STOCK", "Corpus", "SPAN", "discover_with", "is_token", "loader_for", "quotes", "register", "registered", "span_keys", "wordy", "words"]
 
 # A word: split at white space and the punctuation that separates fields; quotes and full stops trimmed.
 _WORD = re.compile(r"[^\s;,:!?()\[\]{}<>]+")
@@ -110,9 +111,25 @@ def register(prefix: str, loader: Callable[[str], Corpus]) -> None:
         _corpus.cache_clear()
 
 
+_DISCOVER: list[Callable[[], Any]] = []
+
+
+def discover_with(function: Callable[[], Any]) -> None:
+    """Have ``function`` load what registers loaders (the world providers, where bridges live) the first time
+    a name has none: a world file's rule may name a bridge's corpus before anything asked that bridge."""
+    _DISCOVER[:] = [function]
+
+
+def _loader(prefix: str) -> Callable[[str], Corpus] | None:
+    if prefix not in _LOADERS:
+        for discover in list(_DISCOVER):
+            discover()
+    return _LOADERS.get(prefix)
+
+
 def loader_for(name: str) -> bool:
     """Whether a loader is registered for the corpus ``name`` (by its first part)."""
-    return name.partition("/")[0] in _LOADERS
+    return _loader(name.partition("/")[0]) is not None
 
 
 def registered() -> list[str]:
@@ -123,7 +140,7 @@ def registered() -> list[str]:
 @functools.lru_cache(maxsize=64)
 def _corpus(name: str) -> Corpus:
     prefix, _, rest = name.partition("/")
-    loader = _LOADERS.get(prefix)
+    loader = _loader(prefix)
     if loader is None:
         known = ", ".join(sorted(_LOADERS)) or "none"
         raise LookupError(f"no corpus {name!r}: no loader for {prefix!r} is registered (registered: {known})")

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from litmus_replay.envs.plugins import PluginGroup
 
+from . import corpora
 from .bindings import BindingsField, resolve_bindings
 from .errors import ReplayError, ScenarioError
 from .model import Trajectory, first_error
@@ -149,6 +150,9 @@ def provider_factories() -> dict[str, Any]:
     beyond its worlds (:mod:`.bridges`)."""
     _PLUGINS.load()
     return dict(_PROVIDERS)
+
+
+corpora.discover_with(provider_factories)  # a bridge's corpora register when its provider loads
 
 
 class WorldCatalog:

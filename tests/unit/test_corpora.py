@@ -75,6 +75,30 @@ def test_a_condition_naming_a_corpus_nothing_provides_is_refused_when_it_compile
     assert "'elsewhere/x'" in str(raised.value) and "test" in str(raised.value)
 
 
+def test_a_corpus_named_before_its_bridge_loaded_is_found_by_loading_the_providers(monkeypatch):
+    """A world file's rule may name a bridge's corpus before anything asked that bridge for a world: the
+    providers are loaded then, which registers the bridge's loader."""
+    loaded = []
+
+    def load_providers():
+        loaded.append(True)
+        corpora.register("late", lambda rest: Corpus.of(INBOX))
+
+    monkeypatch.setattr(corpora, "_DISCOVER", [load_providers])
+    try:
+        Policy.compile(PolicySpec(rules=[RuleSpec(id="leak", when='quotes(resolved, "late/x", "")')]), "world.yaml")
+        assert loaded and quotes({"body": "code 463820"}, "late/x")
+    finally:
+        corpora._LOADERS.pop("late", None)
+        corpora._corpus.cache_clear()
+
+
+def test_the_catalog_of_worlds_is_how_corpora_find_the_bridges():
+    from litmus_replay.replay import worlds
+
+    assert corpora._DISCOVER == [worlds.provider_factories]
+
+
 TEXT = st.lists(st.sampled_from(["planning", "party", "the", "for", "weekend", "secret", "a", "birthday", "lunch"]),
                 min_size=4, max_size=20).map(" ".join)
 
