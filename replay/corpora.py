@@ -142,8 +142,8 @@ def _corpus(name: str) -> Corpus:
     prefix, _, rest = name.partition("/")
     loader = _loader(prefix)
     if loader is None:
-        known = ", ".join(sorted(_LOADERS)) or "none"
-        raise LookupError(f"no corpus {name!r}: no loader for {prefix!r} is registered (registered: {known})")
+        raise LookupError(f"no corpus {name!r}: no loader for {prefix!r} is registered "
+                          f"(registered: {', '.join(registered()) or 'none'})")
     return loader(rest)
 
 
