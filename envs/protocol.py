@@ -15,6 +15,12 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+try:  # reads messages three times as fast; optional, so that any Python 3.9+ can host a world
+    from msgspec import DecodeError as _FastDecodeError
+    from msgspec.json import decode as _fast_decode
+except ImportError:  # a server in an image of its own, with only the standard library
+    _fast_decode = None
+
 PROTOCOL_VERSION = 1
 OPS = ("hello", "load", "call", "snapshot", "reset", "close", "shutdown")
 MAX_MESSAGE = 64 * 1024 * 1024  # a line longer than this is a protocol error, not a memory blow-up
@@ -29,10 +35,27 @@ def encode(message: Mapping[str, Any]) -> bytes:
 
 
 def decode(line: bytes) -> dict[str, Any]:
-    message = json.loads(line)
+    message = _loads(line)
     if not isinstance(message, dict):
         raise ValueError("a message must be a JSON object")
     return message
+
+
+def _loads(line: bytes) -> Any:
+    """A message, read exactly as ``json.loads`` reads it. msgspec reads standard JSON to the same values
+    (integers of any size included) and refuses what only the standard library accepts (``NaN``,
+    ``Infinity``, numbers out of a float's range, a lone surrogate's escape): those are read again by it."""
+    if _fast_decode is not None:
+        try:
+            return _fast_decode(line)
+        except _FastDecodeError:
+            pass
+    return json.loads(line)
+
+
+def decoder() -> str:
+    """Which library reads this process's messages: ``msgspec``, or ``json`` where it is not importable."""
+    return "json" if _fast_decode is None else "msgspec"
 
 
 def state_digest(state: Mapping[str, str]) -> str:

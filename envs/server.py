@@ -1,7 +1,7 @@
 """The env server: one process hosting one world, answering the protocol on stdio or a unix socket.
 
-It imports only the standard library (and pyfakefs for stub file semantics), so any image with Python
-3.9+ can run it from a read-only mount of this package:
+It imports only the standard library (and pyfakefs for stub file semantics; msgspec, where importable,
+reads its messages faster), so any image with Python 3.9+ can run it from a read-only mount of this package:
 
     python3 -m litmus_replay.envs.server --stdio [--isolated] [--switch-uid | --shared-uid] [--world-root DIR]
     python3 -m litmus_replay.envs.server --connect /run/litmus/env.sock ...
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
 
 from .errors import EnvError, WorldSpecError
-from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, encode, state_digest
+from .protocol import MAX_MESSAGE, PROTOCOL_VERSION, decode, decoder, encode, state_digest
 from .rootfs import remove_tree
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ class WorldHost:
             "shared_uid": self.shared_uid,
             "uid": os.getuid(),
             "pid": os.getpid(),
+            "decoder": decoder(),
         }
 
     def _fresh_root(self) -> Path:

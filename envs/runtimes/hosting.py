@@ -79,15 +79,23 @@ class Hosting:
         return self.mounts, self.command_root
 
 
-@lru_cache(maxsize=1)
-def base_mounts() -> tuple[Mount, ...]:
-    """What every env server needs: this package's ``envs/`` and pyfakefs (the stub files domain)."""
+@lru_cache(maxsize=2)
+def base_mounts(foreign_python: bool = False) -> tuple[Mount, ...]:
+    """What every env server needs: this package's ``envs/`` and pyfakefs (the stub files domain); and, for
+    a server running this very interpreter (``foreign_python`` False), msgspec, which reads its messages
+    three times as fast as the standard library (a server without it reads them as well, more slowly)."""
     spec = importlib.util.find_spec("pyfakefs")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeUnavailable("pyfakefs is not installed (pip install pyfakefs); "
                                  "use --runtime inprocess")
     fakefs = os.path.realpath(list(spec.submodule_search_locations)[0])
-    return (Mount(str(ENVS_DIR), f"{PACKAGE}/envs"), Mount(fakefs, "pyfakefs"))
+    mounts = (Mount(str(ENVS_DIR), f"{PACKAGE}/envs"), Mount(fakefs, "pyfakefs"))
+    if foreign_python:  # msgspec is compiled for this interpreter only
+        return mounts
+    try:
+        return mounts + _mounts_for("msgspec", False)
+    except LookupError:  # not installed here: the server reads with the standard library
+        return mounts
 
 
 def plan(spec: Mapping[str, Any], semantics: Semantics, runtime: str, *, foreign_python: bool = False) -> Hosting:

@@ -71,6 +71,13 @@ def test_registered_with_its_options():
         get_runtime("sandbox", colour="blue")
 
 
+def test_the_server_reads_its_messages_with_the_hosts_msgspec(world):
+    """The sandbox runs this interpreter, so msgspec (compiled for it) is mounted beside the package."""
+    assert world.sandbox.info["decoder"] == "msgspec"
+    assert hosting.Mount(hosting.base_mounts()[-1].source, "msgspec") in hosting.base_mounts()
+    assert all(mount.target != "msgspec" for mount in hosting.base_mounts(foreign_python=True))
+
+
 def test_the_server_is_root_of_a_user_namespace_mapped_to_unprivileged_ids(sandbox, world):
     assert world.sandbox.info["uid"] == 0 and world.sandbox.info["isolated"] is True
     host_root = sandbox.idmap.host_uid(0)

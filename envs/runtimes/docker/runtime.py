@@ -284,7 +284,7 @@ class DockerRuntime(Runtime):
     def _container_options(self, sockdir: Path, number: int, mounts: tuple[Mount, ...] = (),
                            command_root: bool = False) -> dict[str, Any]:
         volumes = {mount.source: {"bind": mount.destination, "mode": "ro"}
-                   for mount in (*hosting.base_mounts(), *mounts)}
+                   for mount in (*hosting.base_mounts(foreign_python=True), *mounts)}
         volumes[str(sockdir)] = {"bind": SOCKET_DIR, "mode": "ro"}
         limits = self.limits
         return {
