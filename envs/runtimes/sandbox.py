@@ -389,9 +389,12 @@ class _Sandbox:
             self._server_pid = self.server_pid()
         if self._server_pid is None:
             return None
-        try:
-            with open(f"/proc/{self._server_pid}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+        try:  # read at every world's close: bytes through os, not a text file object, cost half as much
+            fd = os.open(f"/proc/{self._server_pid}/stat", os.O_RDONLY)
+            try:
+                fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+            finally:
+                os.close(fd)
         except (OSError, IndexError):
             return None
         return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
@@ -599,7 +602,8 @@ class SandboxRuntime(Runtime):
         if self._closed:
             return
         worlds: dict[Any, tuple[Mapping[str, Any], hosting.Hosting]] = {}
-        for spec in specs:
+        # a batch's chunk names the same few spec objects run after run: each is planned once
+        for spec in {id(spec): spec for spec in specs}.values():
             try:
                 plan = hosting.plan(spec, semantics, self.name)
                 if plan.inside:
