@@ -159,9 +159,11 @@ def main() -> None:
             print(f"{label:20} {wall:7.2f} {runs / wall:7.0f} {cpu:6.2f} {1000 * cpu / runs:10.2f} "
                   f"{cpu / wall:10.2f}  {loads}")
 
-        def median_wall(label: str, over: str) -> float:
-            """The median over rounds of ``label``'s wall time against ``over``'s in the same round."""
-            return statistics.median(mine[0] / theirs[0] for mine, theirs in zip(rows[label], rows[over]))
+        def median_wall(label: str, over: str) -> str:
+            """The median over rounds of ``label``'s wall time against ``over``'s in the same round, and the
+            lowest and highest round's: the spread says how far one run of this script may land."""
+            ratios = sorted(mine[0] / theirs[0] for mine, theirs in zip(rows[label], rows[over]))
+            return f"{statistics.median(ratios):.2f}x (rounds {ratios[0]:.2f} to {ratios[-1]:.2f})"
 
         floor, floor_runs = floor_per_run()
         inprocess_cpu = statistics.median(entry[1] for entry in rows["inprocess"]) / runs
@@ -169,9 +171,9 @@ def main() -> None:
               f"{1000 * floor:.2f} ms CPU per run; the in-process batch: {1000 * inprocess_cpu:.2f} ms, "
               f"{inprocess_cpu / floor:.2f}x the floor (goal: at most 2x)")
         print(f"{runs} runs; median of the rounds' ratios: sandbox / inprocess wall: "
-              f"{median_wall('sandbox', 'inprocess'):.2f}x"
-              + (f" (against: {median_wall('sandbox (against)', 'inprocess (against)'):.2f}x)" if args.against else "")
-              + "".join(f"; {runtime} against / this: {median_wall(runtime + ' (against)', runtime):.2f}x"
+              f"{median_wall('sandbox', 'inprocess')}"
+              + (f"; against: {median_wall('sandbox (against)', 'inprocess (against)')}" if args.against else "")
+              + "".join(f"; {runtime} against / this: {median_wall(runtime + ' (against)', runtime)}"
                         for runtime in RUNTIMES if args.against))
         if not args.no_dask:
             dask_overhead(Path(tmp), args.jobs)
