@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Mapping
 
 try:  # reads messages three times as fast; optional, so that any Python 3.9+ can host a world
+    import msgspec
     from msgspec import DecodeError as _FastDecodeError
     from msgspec.json import decode as _fast_decode
 except ImportError:  # a server in an image of its own, with only the standard library
     _fast_decode = None
+else:  # before 0.19 it read some integers between 2**64 and 2*10**19 wrong, without an error
+    if tuple(int(part) for part in re.findall(r"\d+", msgspec.__version__)[:2]) < (0, 19):
+        _fast_decode = None
 
 PROTOCOL_VERSION = 1
 OPS = ("hello", "load", "call", "snapshot", "reset", "close", "shutdown")
@@ -35,7 +40,11 @@ def encode(message: Mapping[str, Any]) -> bytes:
 
 
 def decode(line: bytes) -> dict[str, Any]:
-    message = _loads(line)
+    """One message; ``ValueError`` for a line that is not one (however deeply it nests)."""
+    try:
+        message = _loads(line)
+    except RecursionError:  # the libraries give up at slightly different depths: refused the same way
+        raise ValueError("a message nested too deeply") from None
     if not isinstance(message, dict):
         raise ValueError("a message must be a JSON object")
     return message

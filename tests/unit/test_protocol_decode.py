@@ -27,6 +27,7 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.di
                       max_leaves=20)
 # The same values, each as the standard library reads it back; repr tells 1 from 1.0 and -0.0 from 0.0.
 EDGES = {"nan": math.nan, "inf": -math.inf, "big": 2**70, "neg": -(2**64) - 1, "lone": "\ud800", "huge": 1e308,
+         "past_u64": [2**64 + 10**18 + 1, 19933688932870350000, 19999999999999999999],
          "nested": [{"x": [math.inf, 18446744073709551615, "\udfff"]}]}
 
 
@@ -56,8 +57,24 @@ def test_text_that_is_not_a_message_is_refused_as_the_standard_library_refuses_i
             decode(text.encode())
 
 
-def test_the_host_reads_with_msgspec():
+def test_the_host_reads_with_msgspec(monkeypatch):
     assert protocol.decoder() == "msgspec"
+
+    def refused(*args, **kwargs):
+        raise AssertionError("read with json")
+
+    monkeypatch.setattr(protocol.json, "loads", refused)
+    assert decode(b'{"id": 3, "values": [1, 2.5, "x", 18446744073709551616]}') == {"id": 3, "values": [1, 2.5, "x", 2**64]}
+
+
+@pytest.mark.parametrize("depth", [10, 5000])
+def test_a_message_nested_past_what_either_library_reads_is_refused_as_a_value_error(depth):
+    line = b'{"a":' + b"[" * depth + b"]" * depth + b"}"
+    if depth < 100:
+        assert decode(line) == json.loads(line)
+    else:
+        with pytest.raises(ValueError, match="nested too deeply"):
+            decode(line)
 
 
 def _bare_server(tmp_path: Path) -> subprocess.Popen:
