@@ -20,6 +20,19 @@ settings.load_profile("default")
 
 
 @pytest.fixture()
+def bare_envs(tmp_path) -> Path:
+    """A directory holding only a copy of ``litmus_replay/envs``: put on ``PYTHONPATH`` under ``-S``, it is
+    what an isolated runtime's server sees (no site-packages, no distribution metadata, no msgspec)."""
+    import shutil
+
+    import litmus_replay.envs as envs
+
+    shutil.copytree(Path(envs.__file__).parent, tmp_path / "litmus_replay" / "envs",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+@pytest.fixture()
 def env_server():
     """Start env servers (``python -m litmus_replay.envs.server --stdio``) and end each as a user would:
     end of input, so it removes the world directory it made (a killed server cannot)."""

@@ -95,19 +95,12 @@ def test_a_dead_server_is_reported_not_hung():
 
 
 
-def test_a_server_without_site_neither_looks_for_entry_points_nor_imports_importlib_metadata(tmp_path):
+def test_a_server_without_site_neither_looks_for_entry_points_nor_imports_importlib_metadata(bare_envs):
     """As the isolated runtimes start it: from a bare copy of the package, with ``-S``."""
-    import shutil
-    from pathlib import Path
-
-    import litmus_replay.envs as envs
-
-    shutil.copytree(Path(envs.__file__).parent, tmp_path / "litmus_replay" / "envs",
-                    ignore=shutil.ignore_patterns("__pycache__"))
     probe = ("import sys, json; from litmus_replay.envs import server, domain; domain.domain_names();"
              "print(json.dumps([server.envs_version(), 'importlib.metadata' in sys.modules]))")
     shown = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True,
-                           env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
+                           env={"PYTHONPATH": str(bare_envs), "PATH": "/usr/bin:/bin"}).stdout
     assert json.loads(shown) == ["unknown", False]
 
 

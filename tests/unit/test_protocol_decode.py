@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,15 +76,11 @@ def test_a_message_nested_past_what_either_library_reads_is_refused_as_a_value_e
             decode(line)
 
 
-def _bare_server(tmp_path: Path) -> subprocess.Popen:
+def _bare_server(bare_envs: Path) -> subprocess.Popen:
     """A server as an image of its own runs one: ``-S``, from a bare copy of the package, no msgspec."""
-    import litmus_replay.envs as envs
-
-    shutil.copytree(Path(envs.__file__).parent, tmp_path / "litmus_replay" / "envs",
-                    ignore=shutil.ignore_patterns("__pycache__"))
     return subprocess.Popen([sys.executable, "-S", "-m", "litmus_replay.envs.server", "--stdio"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+                            env={"PYTHONPATH": str(bare_envs), "PATH": "/usr/bin:/bin"})
 
 
 def _echo(client: EnvClient) -> object:
@@ -96,8 +91,8 @@ def _echo(client: EnvClient) -> object:
     return outcome["resolution"]["resolved_params"]["extra"]
 
 
-def test_servers_with_and_without_msgspec_read_the_same_values(tmp_path, env_server):
-    bare = _bare_server(tmp_path)
+def test_servers_with_and_without_msgspec_read_the_same_values(bare_envs, env_server):
+    bare = _bare_server(bare_envs)
     try:
         without = EnvClient(bare.stdout.fileno(), bare.stdin.fileno(), timeout=30)
         assert without.hello()["decoder"] == "json"
