@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from .worker import ORIGINAL_KINDS, REPORT_MODES, VERDICT_MEANINGS, close_worker
 
 
 _LOG = logging.getLogger("litmus_replay")
+CHECK_SWITCH_INTERVAL = 0.0005  # seconds: see _RuntimeCheck
 
 
 @dataclass
@@ -104,8 +106,12 @@ def run_batch(
     for label, meaning in verdict_labels.items():
         if meaning not in VERDICT_MEANINGS:
             raise InputError(None, "--label", f"{label}={meaning}: a label means one of {', '.join(VERDICT_MEANINGS)}")
-    WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
-    checked = _RuntimeCheck(runtime)
+    checked = _RuntimeCheck(runtime)  # first: the worlds are read while a sandbox starts
+    try:
+        WorldCatalog.load(worlds_dir)  # fail fast, in this process, on a bad worlds directory
+    except BaseException:
+        checked.wait()  # what the check opened is closed before the batch fails
+        raise
     found = Discovery(paths, fmt, task=task, original_kind=original_kind, verdict_labels=verdict_labels, on_complete=lambda done: progress.total(done.index.count()))
     while not checked.done() and found.step():  # discovery goes on while the runtime is opened
         pass
@@ -193,17 +199,53 @@ def run_batch(
     return summary
 
 
+class _QuickHandoffs:
+    """A short switch interval while any batch's runtime check runs, the process's own again after the last.
+
+    The check waits on a sandbox dozens of times (its launcher, its ids mapped, its server's hello, its
+    stop) and after each wait asks for the interpreter's lock, which the batch's thread holds while it
+    reads runs: at the default interval (5 ms) the asking cost more than the waiting (a check of 60 ms
+    took 200, all of it before the workers start)."""
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved = 0.0
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._running == 0:
+                self._saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._saved, self.interval))
+            self._running += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0:
+                sys.setswitchinterval(self._saved)
+
+
+_quick_handoffs = _QuickHandoffs(CHECK_SWITCH_INTERVAL)
+
+
 class _RuntimeCheck:
     """The batch's runtime opened once and closed again, in a thread, before anything is written: a runtime
     that cannot run here fails the batch at once, with its one-line reason. Opening a sandbox runtime starts
-    one empty sandbox and waits for it, time this process spends discovering runs; the pool's workers,
-    forked once it is done, inherit what it found out and do not start one each."""
+    one empty sandbox and waits for it, time this process spends reading the worlds and discovering runs;
+    the pool's workers, forked once it is done, inherit what it found out and do not start one each."""
 
     def __init__(self, runtime: str):
         self._notice: str | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._open, args=(runtime,), name="runtime check", daemon=True)
-        self._thread.start()
+        _quick_handoffs.begin()
+        try:
+            self._thread.start()
+        except BaseException:
+            _quick_handoffs.end()
+            raise
 
     def _open(self, runtime: str) -> None:
         try:
@@ -212,9 +254,15 @@ class _RuntimeCheck:
             opened.close()
         except BaseException as exc:  # raised again in the batch's thread
             self._error = exc
+        finally:
+            _quick_handoffs.end()
 
     def done(self) -> bool:
         return not self._thread.is_alive()
+
+    def wait(self) -> None:
+        """Until the check is over, and what it opened closed, whatever it found."""
+        self._thread.join()
 
     def result(self) -> str | None:
         """The runtime's notice (what it isolates less here than it can), or its error raised."""

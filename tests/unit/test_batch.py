@@ -19,6 +19,7 @@ import yaml
 
 from litmus_replay.replay import batch
 from litmus_replay.replay.engine import Replayer
+from litmus_replay.replay.errors import ScenarioError
 from litmus_replay.replay.scenario import find_scenarios, load_scenario
 
 PACK = Path(__file__).resolve().parents[2] / "scenarios" / "core"
@@ -201,6 +202,69 @@ def test_a_runtime_that_cannot_run_here_fails_the_batch_before_anything_is_writt
     with pytest.raises(RuntimeUnavailable, match="no such kernel feature"):
         batch.run_batch([runs], worlds, tmp_path / "out", runtime="unavailable", jobs=2)
     assert not (tmp_path / "out").exists()
+
+
+class _Recorded:
+    """What a runtime opened by a batch's check saw: the switch interval while it opened, and its close."""
+
+    events: list = []
+
+    @classmethod
+    def runtime(cls, opening: float = 0.0):
+        from litmus_replay.envs.inprocess import InProcessRuntime
+
+        class Recorded(InProcessRuntime):
+            name = "recorded"
+
+            def __init__(self, **options):
+                time.sleep(opening)  # as a sandbox's start takes a while
+                cls.events.append(("opened", sys.getswitchinterval()))
+
+            def close(self):
+                cls.events.append(("closed", None))
+
+        return Recorded
+
+
+def test_a_bad_worlds_directory_fails_the_batch_once_the_runtime_check_has_closed_what_it_opened(tmp_path, monkeypatch):
+    """The worlds are read while the runtime is checked: a bad worlds directory still fails the batch
+    before anything is written, and only once the check has closed the runtime it opened."""
+    from litmus_replay.envs import registry
+
+    monkeypatch.setattr(_Recorded, "events", [])
+    monkeypatch.setitem(registry._RUNTIMES, "recorded", _Recorded.runtime(opening=0.2))
+    _, runs, _ = _make_batch(tmp_path)
+    with pytest.raises(ScenarioError, match="not a directory of world files"):
+        batch.run_batch([runs], tmp_path / "no-such-worlds", tmp_path / "out", runtime="recorded", jobs=2)
+    assert [event for event, _ in _Recorded.events] == ["opened", "closed"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["opens", "cannot-run-here"])
+def test_the_runtime_check_hands_the_interpreter_lock_over_quickly_and_leaves_the_switch_interval_as_it_was(
+        tmp_path, monkeypatch, fails):
+    from litmus_replay.envs import RuntimeUnavailable, registry
+    from litmus_replay.replay.batch.run import CHECK_SWITCH_INTERVAL
+
+    monkeypatch.setattr(_Recorded, "events", [])
+    recorded = _Recorded.runtime()
+    if fails:
+        class Unavailable(recorded):
+            def __init__(self, **options):
+                super().__init__(**options)
+                raise RuntimeUnavailable("the recorded runtime cannot run here: no such kernel feature")
+
+        recorded = Unavailable
+    monkeypatch.setitem(registry._RUNTIMES, "recorded", recorded)
+    worlds, runs, _ = _make_batch(tmp_path)
+    before = sys.getswitchinterval()
+    assert before > CHECK_SWITCH_INTERVAL, "the process's own interval is the longer (the default is 5 ms)"
+    try:
+        batch.run_batch([runs], worlds, tmp_path / "out", runtime="recorded", jobs=1)
+    except RuntimeUnavailable:
+        assert fails
+    assert _Recorded.events[0] == ("opened", CHECK_SWITCH_INTERVAL)
+    assert sys.getswitchinterval() == before
 
 
 def _files(root: Path) -> dict[str, bytes]:
