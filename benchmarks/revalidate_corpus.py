@@ -9,9 +9,10 @@ Each round runs ``litmus-replay revalidate corpus/runs --worlds corpus/worlds --
 as a whole process (interpreter start, discovery, worker processes, sandboxes, results, summary, pages
 and index all counted) into an empty output directory, the runtimes taking turns (every other round in
 the reverse order, so that running second in a round favours no row) so that all see the same load; a
-row's figure is its median round, and a ratio the median over rounds of the two rows' ratio in a round. CPU is the user + system time of the process and every process it started (workers, sandboxes and
-their env servers, which this script adopts and reaps: see ``_orphans``); cores busy is CPU over wall
-time.
+row's figure is its median round, and a ratio the median over rounds of the two rows' ratio in a round,
+printed with a 90% interval for that median (drawn by bootstrap from the rounds) and the rounds' range.
+CPU is the user + system time of the process and every process it started (workers, sandboxes and their
+env servers, which this script adopts and reaps: see ``_orphans``); cores busy is CPU over wall time.
 The machine's load average is printed with every figure, since other work on it slows both columns;
 ``--against PYTHON`` adds, in the same rounds, the rows of another installation (an interpreter whose
 ``litmus_replay`` is an earlier version), so the two compare under the same load.
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import random
 import resource
 import shutil
 import statistics
@@ -114,6 +116,14 @@ def floor_per_run() -> tuple[float, int]:
     return (time.process_time() - started) / len(plans), len(plans)
 
 
+def median_interval(values: list[float], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 5th and 95th percentiles of the median of ``values`` resampled with replacement (a bootstrap):
+    where the median of another set of as many rounds would likely fall on this machine."""
+    chooser = random.Random(seed)
+    medians = sorted(statistics.median(chooser.choices(values, k=len(values))) for _ in range(draws))
+    return medians[int(0.05 * draws)], medians[int(0.95 * draws) - 1]
+
+
 def runs_in(out: Path) -> int:
     with open(out / "results.jsonl", "rb") as handle:
         return sum(1 for _ in handle)
@@ -160,10 +170,13 @@ def main() -> None:
                   f"{cpu / wall:10.2f}  {loads}")
 
         def median_wall(label: str, over: str) -> str:
-            """The median over rounds of ``label``'s wall time against ``over``'s in the same round, and the
-            lowest and highest round's: the spread says how far one run of this script may land."""
+            """The median over rounds of ``label``'s wall time against ``over``'s in the same round; how sure
+            that median is (the middle 90% of the medians of the rounds drawn again at random, with
+            replacement); and the lowest and highest round's: one round alone may land anywhere between."""
             ratios = sorted(mine[0] / theirs[0] for mine, theirs in zip(rows[label], rows[over]))
-            return f"{statistics.median(ratios):.2f}x (rounds {ratios[0]:.2f} to {ratios[-1]:.2f})"
+            low, high = median_interval(ratios)
+            return (f"{statistics.median(ratios):.2f}x (90% interval {low:.2f} to {high:.2f}; "
+                    f"rounds {ratios[0]:.2f} to {ratios[-1]:.2f})")
 
         floor, floor_runs = floor_per_run()
         inprocess_cpu = statistics.median(entry[1] for entry in rows["inprocess"]) / runs
