@@ -30,7 +30,7 @@ from .worker import ORIGINAL_KINDS, REPORT_MODES, VERDICT_MEANINGS, close_worker
 
 
 _LOG = logging.getLogger("litmus_replay")
-CHECK_SWITCH_INTERVAL = 0.0005  # seconds: see _RuntimeCheck
+CHECK_SWITCH_INTERVAL = 0.0005  # seconds: see _QuickHandoffs
 
 
 @dataclass
@@ -266,7 +266,7 @@ class _RuntimeCheck:
 
     def result(self) -> str | None:
         """The runtime's notice (what it isolates less here than it can), or its error raised."""
-        self._thread.join()
+        self.wait()
         if self._error is not None:
             raise self._error
         return self._notice
