@@ -24,8 +24,10 @@ Goal: at most 5 s with the sandbox on two cores, at most 3.5 s in-process.
 The floor is what no re-validation can skip: every run's calls made by its worlds' domains, in
 process, one core, with nothing else — each run's stub and real worlds opened, each recorded call sent
 to both as the batch sends it, the worlds closed; no policy, pairs, analysis, results or pages (the runs
-read and their worlds found before the clock). The in-process batch's CPU per run is printed against it;
-the goal is at most 2x.
+read and their worlds found before the clock). It is measured in every round, in a process of its own
+taking its turn with the batches, so that it sees the same load and the machine's drift; the in-process
+batch's CPU per run is printed against it as the median of the rounds' own ratios, with its interval like
+the wall ratios'. The goal is at most 2x.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def compile_bytecode(python: str) -> None:
 
 
 def floor_per_run() -> tuple[float, int]:
-    """CPU seconds per run of the corpus's calls alone, against in-process worlds (see the docstring)."""
+    """CPU seconds per run of the corpus's calls alone, against in-process worlds (see the docstring), and
+    how many runs: measured in this process (``--floor`` prints it; :func:`floor_once` starts one)."""
     from litmus_replay.envs.runtime import get_runtime
     from litmus_replay.replay.api import read_trajectories
     from litmus_replay.replay.session import Router, call_request
@@ -116,6 +119,12 @@ def floor_per_run() -> tuple[float, int]:
     return (time.process_time() - started) / len(plans), len(plans)
 
 
+def floor_once() -> float:
+    """The floor per run, measured in a fresh interpreter like the batches it is set against."""
+    completed = subprocess.run([sys.executable, __file__, "--floor"], check=True, capture_output=True, text=True)
+    return float(completed.stdout.split()[0])
+
+
 def median_interval(values: list[float], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
     """The 5th and 95th percentiles of the median of ``values`` resampled with replacement (a bootstrap):
     where the median of another set of as many rounds would likely fall on this machine."""
@@ -137,7 +146,12 @@ def main() -> None:
     parser.add_argument("--no-dask", action="store_true")
     parser.add_argument("--against", metavar="PYTHON", help="also time the litmus_replay this interpreter imports")
     parser.add_argument("--source-only", action="store_true", help="do not compile bytecode first")
+    parser.add_argument("--floor", action="store_true", help="print the floor's CPU seconds per run and its runs")
     args = parser.parse_args()
+    if args.floor:
+        seconds, count = floor_per_run()
+        print(f"{seconds!r} {count}")
+        return
     adopt_orphans()
     print(f"# revalidate_corpus.py --rounds {args.rounds} --jobs {args.jobs} --reports {args.reports}"
           + (f" --against {args.against}" if args.against else "") + (" --source-only" if args.source_only else ""))
@@ -149,6 +163,7 @@ def main() -> None:
         for python in pythons.values():
             compile_bytecode(python)
     labels = [(f"{runtime}{tag}", runtime, python) for tag, python in pythons.items() for runtime in RUNTIMES]
+    labels.append(("floor", "", sys.executable))  # the calls alone, this installation's, in their turn
     rows: dict[str, list[tuple[float, float, str]]] = {label: [] for label, _, _ in labels}
     with tempfile.TemporaryDirectory() as tmp:
         runs = 0
@@ -157,32 +172,42 @@ def main() -> None:
             # hotter machine) favours neither row
             for label, runtime, python in (labels if round_index % 2 == 0 else labels[::-1]):
                 before = load()
+                if label == "floor":
+                    rows[label].append((0.0, floor_once(), before))
+                    continue
                 wall, cpu = run_once(Path(tmp) / runtime, runtime, args.jobs, args.reports, python)
                 rows[label].append((wall, cpu, before))
                 runs = runs_in(Path(tmp) / runtime)
         print(f"{'runtime':20} {'wall s':>7} {'runs/s':>7} {'CPU s':>6} {'CPU ms/run':>10} {'cores busy':>10}  "
               f"load average before each round (1, 5, 15 min)")
-        for label, _, _ in labels:
+        for label, _, _ in labels[:-1]:
             wall = statistics.median(entry[0] for entry in rows[label])
             cpu = statistics.median(entry[1] for entry in rows[label])
             loads = "; ".join(entry[2] for entry in rows[label])
             print(f"{label:20} {wall:7.2f} {runs / wall:7.0f} {cpu:6.2f} {1000 * cpu / runs:10.2f} "
                   f"{cpu / wall:10.2f}  {loads}")
 
-        def median_wall(label: str, over: str) -> str:
-            """The median over rounds of ``label``'s wall time against ``over``'s in the same round; how sure
-            that median is (the middle 90% of the medians of the rounds drawn again at random, with
-            replacement); and the lowest and highest round's: one round alone may land anywhere between."""
-            ratios = sorted(mine[0] / theirs[0] for mine, theirs in zip(rows[label], rows[over]))
+        def median_ratio(ratios: list[float]) -> str:
+            """The median of the rounds' ratios; how sure that median is (the middle 90% of the medians of
+            the rounds drawn again at random, with replacement); and the lowest and highest round's: one
+            round alone may land anywhere between."""
+            ratios = sorted(ratios)
             low, high = median_interval(ratios)
             return (f"{statistics.median(ratios):.2f}x (90% interval {low:.2f} to {high:.2f}; "
                     f"rounds {ratios[0]:.2f} to {ratios[-1]:.2f})")
 
-        floor, floor_runs = floor_per_run()
+        def median_wall(label: str, over: str) -> str:
+            """``label``'s wall time against ``over``'s in the same round, over the rounds."""
+            return median_ratio([mine[0] / theirs[0] for mine, theirs in zip(rows[label], rows[over])])
+
+        floors = [entry[1] for entry in rows["floor"]]
         inprocess_cpu = statistics.median(entry[1] for entry in rows["inprocess"]) / runs
-        print(f"floor: the calls alone against in-process worlds, one core, {floor_runs} runs: "
-              f"{1000 * floor:.2f} ms CPU per run; the in-process batch: {1000 * inprocess_cpu:.2f} ms, "
-              f"{inprocess_cpu / floor:.2f}x the floor (goal: at most 2x)")
+        print(f"floor: the calls alone against in-process worlds, one core, {runs} runs, in each round: "
+              f"{1000 * statistics.median(floors):.2f} ms CPU per run (rounds {1000 * min(floors):.2f} to "
+              f"{1000 * max(floors):.2f}); the in-process batch: {1000 * inprocess_cpu:.2f} ms; its CPU per run "
+              f"against the floor of its round: "
+              f"{median_ratio([entry[1] / runs / floor for entry, floor in zip(rows['inprocess'], floors)])} "
+              f"(goal: at most 2x)")
         print(f"{runs} runs; median of the rounds' ratios: sandbox / inprocess wall: "
               f"{median_wall('sandbox', 'inprocess')}"
               + (f"; against: {median_wall('sandbox (against)', 'inprocess (against)')}" if args.against else "")
