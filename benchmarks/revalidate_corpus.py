@@ -119,10 +119,12 @@ def floor_per_run() -> tuple[float, int]:
     return (time.process_time() - started) / len(plans), len(plans)
 
 
-def floor_once() -> float:
-    """The floor per run, measured in a fresh interpreter like the batches it is set against."""
+def floor_once() -> tuple[float, int]:
+    """The floor per run and how many runs, measured in a fresh interpreter like the batches it is set
+    against."""
     completed = subprocess.run([sys.executable, __file__, "--floor"], check=True, capture_output=True, text=True)
-    return float(completed.stdout.split()[0])
+    seconds, count = completed.stdout.split()[:2]
+    return float(seconds), int(count)
 
 
 def median_interval(values: list[float], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -166,21 +168,22 @@ def main() -> None:
     labels.append(("floor", "", sys.executable))  # the calls alone, this installation's, in their turn
     rows: dict[str, list[tuple[float, float, str]]] = {label: [] for label, _, _ in labels}
     with tempfile.TemporaryDirectory() as tmp:
-        runs = 0
+        runs = floor_runs = 0
         for round_index in range(args.rounds):
             # every other round in the reverse order: whatever runs second in a round (a warmer or a
             # hotter machine) favours neither row
             for label, runtime, python in (labels if round_index % 2 == 0 else labels[::-1]):
                 before = load()
                 if label == "floor":
-                    rows[label].append((0.0, floor_once(), before))
+                    floor, floor_runs = floor_once()
+                    rows[label].append((0.0, floor, before))
                     continue
                 wall, cpu = run_once(Path(tmp) / runtime, runtime, args.jobs, args.reports, python)
                 rows[label].append((wall, cpu, before))
                 runs = runs_in(Path(tmp) / runtime)
         print(f"{'runtime':20} {'wall s':>7} {'runs/s':>7} {'CPU s':>6} {'CPU ms/run':>10} {'cores busy':>10}  "
               f"load average before each round (1, 5, 15 min)")
-        for label, _, _ in labels[:-1]:
+        for label in (label for label, _, _ in labels if label != "floor"):
             wall = statistics.median(entry[0] for entry in rows[label])
             cpu = statistics.median(entry[1] for entry in rows[label])
             loads = "; ".join(entry[2] for entry in rows[label])
@@ -202,7 +205,7 @@ def main() -> None:
 
         floors = [entry[1] for entry in rows["floor"]]
         inprocess_cpu = statistics.median(entry[1] for entry in rows["inprocess"]) / runs
-        print(f"floor: the calls alone against in-process worlds, one core, {runs} runs, in each round: "
+        print(f"floor: the calls alone against in-process worlds, one core, {floor_runs} runs, in each round: "
               f"{1000 * statistics.median(floors):.2f} ms CPU per run (rounds {1000 * min(floors):.2f} to "
               f"{1000 * max(floors):.2f}); the in-process batch: {1000 * inprocess_cpu:.2f} ms; its CPU per run "
               f"against the floor of its round: "
