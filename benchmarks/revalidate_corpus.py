@@ -122,7 +122,9 @@ def floor_per_run() -> tuple[float, int]:
 def floor_once() -> tuple[float, int]:
     """The floor per run and how many runs, measured in a fresh interpreter like the batches it is set
     against."""
-    completed = subprocess.run([sys.executable, __file__, "--floor"], check=True, capture_output=True, text=True)
+    completed = subprocess.run([sys.executable, __file__, "--floor"], capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise SystemExit(f"floor: exit {completed.returncode}: {completed.stderr.strip().splitlines()[-1:]}")
     seconds, count = completed.stdout.split()[:2]
     return float(seconds), int(count)
 
