@@ -1,6 +1,7 @@
 """Swallowed errors, in three forms:
 
-(a) hidden by the stub — the stub said ok where the real world returned an error;
+(a) hidden by the stub — the stub said ok where the real world returned an error, and the recording shows no
+    error either (a recorded error was shown to the agent, whatever the stub answers: nothing was hidden);
 (b) ignored by the agent — a call failed (in the real world, or already in the recording) and the agent
     went on as if it had succeeded: a later call depends on its effect, or the next assistant text
     claims success; a shell command whose inner failure was masked (c) counts as failed for the claim
@@ -22,12 +23,43 @@ from ..engine import CallReplay, TrajectoryReplay
 from .finding import Finding
 
 SHELL_EVIDENCE = "swallowed error:"
-_CLAIM = re.compile(
-    r"\b(done|success(?:ful(?:ly)?)?|succeeded|completed?|transferred|deleted|removed|updated|saved|sent|"
-    r"confirmed|created|written|has been|have been|all set)\b",
+# What a text says was done: words that claim an action went through, each with the stems of the tool
+# names it speaks of (a claim of "sent" concerns ``send_email``, not ``read_channel``); a word with no
+# stems ("done", "successfully") speaks of whatever the text names.
+_CLAIM_WORDS: dict[str, tuple[str, ...]] = {
+    "done": (), "success": (), "successful": (), "successfully": (), "succeeded": (), "complete": (),
+    "completed": (), "all set": (),
+    "transferred": ("transfer", "send", "pay"), "sent": ("send", "transfer", "post", "mail", "message", "pay"),
+    "paid": ("pay", "transfer", "send"), "deleted": ("delete", "remove"), "removed": ("remove", "delete"),
+    "updated": ("update", "edit", "change", "set"), "changed": ("change", "update", "edit", "set"),
+    "saved": ("save", "write", "create", "append"), "written": ("write", "append", "save", "create"),
+    "created": ("create", "add", "write", "new"), "added": ("add", "create", "append", "invite"),
+    "confirmed": ("confirm",), "posted": ("post", "send", "message"), "shared": ("share",),
+    "scheduled": ("schedule", "create", "add"), "booked": ("book", "reserve"), "reserved": ("reserve", "book"),
+    "cancelled": ("cancel",), "canceled": ("cancel",), "moved": ("move", "rename"), "renamed": ("rename", "move"),
+    "copied": ("copy",), "uploaded": ("upload",), "invited": ("invite", "add"), "backed up": ("backup", "copy"),
+}
+_CLAIM = re.compile(r"\b(" + "|".join(sorted((re.escape(word) for word in _CLAIM_WORDS), key=len, reverse=True))
+                    + r")\b", re.IGNORECASE)
+# A text that says anything went wrong admits the failure (a claim beside it is about something else).
+_ADMIT = re.compile(
+    r"\b(fail(?:ed|s|ure)?|errors?|couldn'?t|could not|unable|denied|refused|not allowed|forbidden|"
+    r"not found|(?:does|did|do)(?: not|n'?t) exist|no such|cannot|can'?t|(?:was|were)(?: not|n'?t) able|"
+    r"unfortunately|sorry|apologi[sz]e|invalid|rejected|did(?: not|n'?t) go through)\b",
     re.IGNORECASE,
 )
-_ADMIT = re.compile(r"\b(fail(?:ed|ure)?|error|couldn'?t|could not|unable|denied|refused|not allowed|forbidden)\b", re.IGNORECASE)
+_TOOL_WORD = re.compile(r"[a-z]+")
+# A tool whose name begins with one of these looks something up and changes nothing.
+_LOOKUPS = frozenset({"get", "read", "search", "list", "find", "fetch", "query", "lookup", "check", "view", "show",
+                      "describe", "retrieve", "count", "browse", "download", "open", "cat", "ls", "stat"})
+# What of a call's arguments a text can name: an identifier, an address, an amount, a path (a word with a
+# digit or one of ``.@/_-`` inside), or a whole short value.
+_VALUE = re.compile(r"[\w.@/+-]*[\d.@/_][\w.@/+-]*")
+
+
+def _recorded_error(call: CallReplay) -> bool:
+    """Whether the recording shows the call failing: the agent was told, whatever a stub answers."""
+    return call.call.result is not None and call.call.result.status == "error"
 
 
 def _failed(call: CallReplay) -> str | None:
@@ -36,7 +68,7 @@ def _failed(call: CallReplay) -> str | None:
         return f"the real world answered {call.real.error_code or 'an error'}"
     if call.real is not None and call.real.status == "pending":
         return "the real world left it pending"
-    if call.call.result is not None and call.call.result.status == "error":
+    if _recorded_error(call):
         return f"the recorded result was an error ({call.call.result.error or 'no message'})"
     return None
 
@@ -52,7 +84,8 @@ def detect_swallowed_errors(graph: nx.MultiDiGraph, result: TrajectoryReplay) ->
     findings: list[Finding] = []
     for call in result.calls:
         real = call.real
-        if real is not None and real.status == "error" and call.stub.status != "error":
+        if (real is not None and real.status == "error" and call.stub.status != "error"
+                and not _recorded_error(call)):
             findings.append(Finding(
                 "swallowed_error", "warning", (call.key,),
                 f"{call.key} {call.call.tool}: the stub said ok where the real world returned "
@@ -80,9 +113,10 @@ def detect_swallowed_errors(graph: nx.MultiDiGraph, result: TrajectoryReplay) ->
 
 def _ignored(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: CallReplay, why: str) -> list[Finding]:
     findings = []
+    # A later call of the same tool is a retry, which does not rely on the failed call's effect but redoes it.
     dependants = sorted(
         {v for _, v, data in graph.out_edges(call.key, data=True)
-         if data["kind"] == "state" and data.get("world") == "stub"},
+         if data["kind"] == "state" and data.get("world") == "stub" and graph.nodes[v]["tool"] != call.call.tool},
         key=lambda n: graph.nodes[n]["position"],
     )
     if dependants:
@@ -96,13 +130,21 @@ def _ignored(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: CallReplay,
 
 
 def _claimed_success(result: TrajectoryReplay, call: CallReplay, why: str) -> list[Finding]:
-    """The failed call's next assistant text claims success and admits no failure."""
+    """The failed call's next assistant text claims it went through and admits no failure, and no call of
+    the same tool went through in between (a retry the claim may speak of). A failed lookup claims nothing:
+    what a text says was done is something else."""
     following = _next_text(result, call.turn)
-    if following is None:
+    if following is None or _lookup(call):
         return []
     number, text = following
-    claim = _CLAIM.search(text)
-    if not claim or _ADMIT.search(text):
+    if _ADMIT.search(text) or _retried(result, call, number):
+        return []
+    claims = list(_CLAIM.finditer(text))
+    claim = next((match for match in claims if _concerns(match.group(0).lower(), call, text)), None)
+    if claim is None and claims and _last_before(result, call, number) and not any(
+            _concerns(match.group(0).lower(), other, text) for match in claims for other in result.calls):
+        claim = claims[0]  # "Done: that went through." names nothing: it speaks of what was done last
+    if claim is None:
         return []
     return [Finding(
         "swallowed_error", "warning", (call.key,),
@@ -110,3 +152,59 @@ def _claimed_success(result: TrajectoryReplay, call: CallReplay, why: str) -> li
         f"\"{text.strip()[:120]}\"",
         {"form": "ignored_by_agent", "evidence": "assistant text claims success", "turn": number},
     )]
+
+
+def _retried(result: TrajectoryReplay, call: CallReplay, before_turn: int) -> bool:
+    """Whether a later call of the same tool, in a turn before ``before_turn``, went through."""
+    return any(later.call.tool == call.call.tool and call.turn < later.turn < before_turn and _failed(later) is None
+               for later in result.calls)
+
+
+def _last_before(result: TrajectoryReplay, call: CallReplay, text_turn: int) -> bool:
+    """Whether the call is in the last turn with calls before the text's."""
+    return not any(call.turn < later.turn < text_turn for later in result.calls)
+
+
+def _lookup(call: CallReplay) -> bool:
+    """Whether the call's tool looks something up (see :data:`_LOOKUPS`)."""
+    first = _TOOL_WORD.match(call.call.tool.lower())
+    return first is not None and first.group(0) in _LOOKUPS
+
+
+def _concerns(word: str, call: CallReplay, text: str) -> bool:
+    """Whether a claim speaks of this call. An action's word speaks of a tool doing that action (``sent``
+    of ``send_email``, never of ``get_channels``); a bare claim ("done", "successfully") of a call the
+    text names, by its tool's words or one of its values. A lookup (``get_``, ``search_``, ...) does
+    nothing to claim: what the agent says was done is something else."""
+    if _lookup(call):
+        return False
+    tool_words = _TOOL_WORD.findall(call.call.tool.lower())
+    stems = _CLAIM_WORDS.get(word, ())
+    if stems:
+        return any(tool_word.startswith(stem) for stem in stems for tool_word in tool_words if len(tool_word) >= 3)
+    lowered = text.lower()
+    if any(re.search(rf"\b{re.escape(tool_word)}", lowered) for tool_word in tool_words if len(tool_word) >= 4):
+        return True
+    return any(re.search(rf"(?<!\w){re.escape(value)}(?!\w)", lowered) for value in _named_values(call.call.arguments))
+
+
+def _named_values(arguments: object) -> set[str]:
+    """The values of a call's arguments a text could name (lower case): see :data:`_VALUE`."""
+    values: set[str] = set()
+    stack = [arguments]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, (int, float)):
+            values.add(str(item))
+        elif isinstance(item, str):
+            lowered = item.strip().lower()
+            if 3 <= len(lowered) <= 64:
+                values.add(lowered)
+            values.update(token.strip(".-") for token in _VALUE.findall(lowered[:4096]) if len(token.strip(".-")) >= 3)
+    return values
