@@ -1,8 +1,11 @@
-"""Cross-turn argument assembly, in two forms:
+"""Cross-turn argument assembly, in two forms, both of a call the policy denies (at proposal or at
+commit): assembling what is allowed is ordinary work (a round trip from two searches, a meeting's guests
+from an email and a contact list), and only a denied whole is what a per-call check might have missed.
 
 - within one argument: a policy-relevant argument built from pieces that earlier calls in two or more
-  different turns produced. Stronger when the policy would allow each piece alone but denies the
-  assembled whole — the pattern a per-call, per-argument check cannot see;
+  different turns produced, when no one earlier output carried it whole. Stronger when the policy would
+  allow each piece alone but denies the assembled whole — the pattern a per-call, per-argument check
+  cannot see;
 - across the arguments of one call: the arguments a denying rule reads came from different earlier
   turns (the destination from one output, the amount from another), and no one turn supplied them all.
 """
@@ -80,20 +83,28 @@ def _across_arguments(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: Ca
     )
 
 
+def _carried_whole(value: object, sources: list[tuple[str, dict]], argument: str) -> bool:
+    """Whether one earlier output carried the argument's whole value (its other pieces are echoes)."""
+    return isinstance(value, str) and any(
+        data.get("argument") == argument and data.get("span") == [0, len(value)] for _, data in sources)
+
+
 def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Finding]:
     relevant = policy_arguments(result)
     findings = []
     for call in result.calls:
+        whole_denied = "deny" in (call.proposal.policy_verdict, call.commit.policy_verdict if call.commit else "allow")
+        if not whole_denied:
+            continue
         within = len(findings)
         for argument in call.call.arguments:
             if relevant is not None and argument not in relevant:
                 continue
             sources = _produced_sources(graph, call, argument)
             turns = sorted({graph.nodes[source]["turn"] for source, _ in sources})
-            if len(turns) < 2:
+            if len(turns) < 2 or _carried_whole(call.call.arguments[argument], sources, argument):
                 continue
             pieces = sorted({data["token"] for _, data in sources})
-            whole_denied = "deny" in (call.proposal.policy_verdict, call.commit.policy_verdict if call.commit else "allow")
             parts_allowed = result.policy is not None and all(
                 _verdict_with(result, call, argument, piece) == "allow" for piece in pieces
             )
