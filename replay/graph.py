@@ -379,20 +379,42 @@ class _Index:
         # Every string carried so far, in order: a short argument value not indexed (a name inside a
         # sentence) is searched for in them, newest first, only when an argument asks.
         self.strings: list[tuple[str, str, str, str]] = []
+        # Tokens and short identifiers the agent itself gave in an earlier call's arguments: a later output
+        # that also carries one is its latest carrier, but the agent had it already, whatever the real
+        # world's output says, so an argument carrying it is no counterfactual.
+        self.argued: set[str] = set()
+        self.diverged: set[str] = set()  # tokens an argument carried that the real world never produced
+
+    def had(self, token: str) -> bool:
+        """Whether the agent had ``token`` from an earlier argument of its own that did not carry it
+        counterfactually (see :attr:`argued`)."""
+        return token in self.argued and token not in self.diverged
 
     def add(self, node: str, field: str, value: Any, leaves: list[tuple[str, Any]] | None = None) -> None:
         """Index what ``value`` carries (``leaves``: its :func:`_leaves`, when the caller walked it already)."""
         latest = self.latest
         if leaves is None:
             leaves = _leaves(value)
+        argued = self.argued if field == "arguments" else None
         for path, token, *_ in _raw_tokens(value, leaves):
             latest[token] = (node, field, path)
+            if argued is not None:
+                argued.add(token)
         strings = self.strings
         for path, leaf in leaves:
             if type(leaf) is str and len(leaf) >= _MIN_TOKEN:
                 strings.append((node, field, path, leaf))
         for path, token in _short_ids(value, leaves, text_keys=True):
             self.short.setdefault(token, {})[_key(path)] = (node, field, path)
+            if argued is not None:
+                argued.add(token)
+
+    def given_before(self, value: str) -> bool:
+        """Whether the agent gave ``value`` in an earlier call's arguments, as a token or inside a string."""
+        if value in self.diverged:
+            return False
+        return value in self.argued or any(
+            field == "arguments" and _occurs(value, text) >= 0 for _, field, _, text in self.strings)
 
     def text_source(self, value: str) -> tuple[str, str, str, int] | None:
         """The latest carrier of a short value inside one of its strings, with where it sits there."""
@@ -425,7 +447,7 @@ class _RealTokens:
     output feeds an argument, in one walk of the output."""
 
     def __init__(self, calls: list[CallReplay]):
-        self.outputs = {call.key: (call.real.output if call.real else None) for call in calls}
+        self.outputs = {call.key: _answer(call.real) for call in calls}
         self.cache: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def _walk(self, node: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -448,6 +470,16 @@ class _RealTokens:
     def holds(self, node: str, value: str) -> bool:
         """Whether the real output of ``node`` holds a short value inside one of its strings."""
         return any(type(leaf) is str and _occurs(value, leaf) >= 0 for _, leaf in _leaves(self.outputs.get(node)))
+
+
+def _answer(outcome: Any) -> Any:
+    """What a world answered a call: its output and, for an error, the error's text, which names values
+    too ("the total price is 375")."""
+    if outcome is None:
+        return None
+    if outcome.error:
+        return [outcome.output, outcome.error] if outcome.output is not None else outcome.error
+    return outcome.output
 
 
 @functools.lru_cache(maxsize=64)
@@ -538,7 +570,8 @@ def _add_data_edges(
             source, call.key, kind="data", token=token, argument=path, span=[start, end], transform=transform,
             source_field=field, source_path=source_path,
         )
-        if field == "output" and token not in real_tokens[source]:
+        if field == "output" and token not in real_tokens[source] and not index.had(token):
+            index.diverged.add(token)
             _add_divergence(graph, source, call.key, token, path)
     for path, leaf in leaves:
         if path in explained or not _short_value(leaf):
@@ -551,7 +584,8 @@ def _add_data_edges(
             source, call.key, kind="data", token=leaf, argument=path, span=[0, len(leaf)], transform="",
             source_field=field, source_path=source_path,
         )
-        if field == "output" and not real_tokens.holds(source, leaf):
+        if field == "output" and not real_tokens.holds(source, leaf) and not index.given_before(leaf):
+            index.diverged.add(leaf)
             _add_divergence(graph, source, call.key, leaf, path)
 
 
@@ -569,7 +603,8 @@ def _add_short_id_edges(
             source, call.key, kind="data", token=token, argument=path, span=[0, len(token)], transform="",
             source_field=field, source_path=source_path,
         )
-        if field == "output" and token not in real_tokens.short(source):
+        if field == "output" and token not in real_tokens.short(source) and not index.had(token):
+            index.diverged.add(token)
             _add_divergence(graph, source, call.key, token, path)
 
 
