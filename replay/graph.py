@@ -5,7 +5,8 @@ initial state. Edges, each with its evidence:
 
 ``data``
     an argument value, or a piece of one, that an earlier call's output or argument carried, with the
-    span. Edges link *values*, not words: identifiers, addresses, accounts, amounts and other numbers of
+    span. An output feeds only the turns after its own: a turn's calls are written together, before
+    any of their outputs comes back (its calls' arguments may still echo each other). Edges link *values*, not words: identifiers, addresses, accounts, amounts and other numbers of
     some substance, paths (and their prefixes and suffixes), URLs, dates and times, whole values (a
     whole leaf, a line or a keyed value of a text output), and what URL- or base64-decoding reveals.
     A plain word inside prose is never followed; a plain word of an argument that is a short expression
@@ -14,8 +15,10 @@ initial state. Edges, each with its evidence:
     a call read or depended on a resource an earlier call wrote (in the real or the stub world), or one
     the world's initial state held.
 ``divergence``
-    the real output of the call that fed an argument no longer carries the piece the recorded output
-    did, so the recorded argument is counterfactual; every call downstream is marked counterfactual.
+    the real world's answer to the call that fed an argument (its output, its keys, or its error's
+    text) no longer carries the piece the recorded output did, and the agent had not given that piece
+    itself in an earlier argument, so the recorded argument is counterfactual; every call downstream is
+    marked counterfactual.
 
 Short identifiers (a record id ``7``, an account ``B2``) are too common to follow as words, but an
 argument whose whole value is one is followed to an earlier output whose whole value it equals under a
@@ -468,8 +471,25 @@ class _RealTokens:
         return self._walk(node)[1]
 
     def holds(self, node: str, value: str) -> bool:
-        """Whether the real output of ``node`` holds a short value inside one of its strings."""
-        return any(type(leaf) is str and _occurs(value, leaf) >= 0 for _, leaf in _leaves(self.outputs.get(node)))
+        """Whether the real output of ``node`` holds a short value inside one of its strings or names it as
+        a key (a recorded output kept as JSON text carries its keys as text: ``"phone"`` is in both)."""
+        output = self.outputs.get(node)
+        return (any(type(leaf) is str and _occurs(value, leaf) >= 0 for _, leaf in _leaves(output))
+                or value in _keys(output))
+
+
+def _keys(value: Any) -> set[str]:
+    """Every key of every object in a JSON value."""
+    keys: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            keys.update(str(key) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return keys
 
 
 def _answer(outcome: Any) -> Any:
@@ -513,19 +533,35 @@ def _build(result: TrajectoryReplay) -> nx.MultiDiGraph:
     writers: dict[str, dict[str, str]] = {"real": {}, "stub": {}}
     initial = _holders(frozenset(result.initial_resources))
     real_tokens = _RealTokens(result.calls)
+    # The calls of one turn are written together, before any of their outputs is seen: a turn's outputs
+    # join the index when the next turn begins, so a call's arguments come from earlier turns' outputs
+    # (or from arguments, its own turn's included).
+    turn: list[tuple[CallReplay, list[tuple[str, Any]]]] = []
     for position, call in enumerate(result.calls):
         node = call.key
+        if turn and turn[-1][0].turn != call.turn:
+            _index_turn(index, turn)
+            turn = []
         _add_node(graph, call, position)
         leaves = _leaves(call.call.arguments)
         _add_data_edges(graph, index, real_tokens, call, leaves)
         _add_short_id_edges(graph, index, real_tokens, call, leaves)
         _add_state_edges(graph, writers, initial, call)
-        # Arguments last: a token the call was given and echoed back is the argument's, not new output.
-        index.add(node, "output", _fed_output(call))
         index.add(node, "arguments", call.call.arguments, leaves)
+        turn.append((call, leaves))
         _register_writes(writers, call)
     _mark_counterfactual(graph)
     return graph
+
+
+def _index_turn(index: _Index, turn: list[tuple[CallReplay, list[tuple[str, Any]]]]) -> None:
+    """Index a finished turn's outputs, each call's arguments again after its output: a token the call was
+    given and echoed back is the argument's, not new output."""
+    for call, leaves in turn:
+        output = _fed_output(call)
+        if output is not None:
+            index.add(call.key, "output", output)
+            index.add(call.key, "arguments", call.call.arguments, leaves)
 
 
 def _add_node(graph: nx.MultiDiGraph, call: CallReplay, position: int) -> None:
