@@ -393,8 +393,10 @@ class _Index:
         counterfactually (see :attr:`argued`)."""
         return token in self.argued and token not in self.diverged
 
-    def add(self, node: str, field: str, value: Any, leaves: list[tuple[str, Any]] | None = None) -> None:
-        """Index what ``value`` carries (``leaves``: its :func:`_leaves`, when the caller walked it already)."""
+    def add(self, node: str, field: str, value: Any, leaves: list[tuple[str, Any]] | None = None,
+            strings: bool = True) -> None:
+        """Index what ``value`` carries (``leaves``: its :func:`_leaves`, when the caller walked it already;
+        ``strings`` False when its strings are kept already, and only its tokens' carrier moves)."""
         latest = self.latest
         if leaves is None:
             leaves = _leaves(value)
@@ -403,10 +405,11 @@ class _Index:
             latest[token] = (node, field, path)
             if argued is not None:
                 argued.add(token)
-        strings = self.strings
-        for path, leaf in leaves:
-            if type(leaf) is str and len(leaf) >= _MIN_TOKEN:
-                strings.append((node, field, path, leaf))
+        if strings:
+            kept = self.strings
+            for path, leaf in leaves:
+                if type(leaf) is str and len(leaf) >= _MIN_TOKEN:
+                    kept.append((node, field, path, leaf))
         for path, token in _short_ids(value, leaves, text_keys=True):
             self.short.setdefault(token, {})[_key(path)] = (node, field, path)
             if argued is not None:
@@ -416,8 +419,16 @@ class _Index:
         """Whether the agent gave ``value`` in an earlier call's arguments, as a token or inside a string."""
         if value in self.diverged:
             return False
-        return value in self.argued or any(
-            field == "arguments" and _occurs(value, text) >= 0 for _, field, _, text in self.strings)
+        if value in self.argued:
+            return True
+        budget = _MAX_SCAN
+        for _, field, _, text in reversed(self.strings):
+            if field == "arguments" and _occurs(value, text) >= 0:
+                return True
+            budget -= len(text)
+            if budget <= 0:
+                break
+        return False
 
     def text_source(self, value: str) -> tuple[str, str, str, int] | None:
         """The latest carrier of a short value inside one of its strings, with where it sits there."""
@@ -561,7 +572,7 @@ def _index_turn(index: _Index, turn: list[tuple[CallReplay, list[tuple[str, Any]
         output = _fed_output(call)
         if output is not None:
             index.add(call.key, "output", output)
-            index.add(call.key, "arguments", call.call.arguments, leaves)
+            index.add(call.key, "arguments", call.call.arguments, leaves, strings=False)
 
 
 def _add_node(graph: nx.MultiDiGraph, call: CallReplay, position: int) -> None:

@@ -93,8 +93,7 @@ def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Fi
     relevant = policy_arguments(result)
     findings = []
     for call in result.calls:
-        whole_denied = "deny" in (call.proposal.policy_verdict, call.commit.policy_verdict if call.commit else "allow")
-        if not whole_denied:
+        if "deny" not in (call.proposal.policy_verdict, call.commit.policy_verdict if call.commit else "allow"):
             continue
         within = len(findings)
         for argument in call.call.arguments:
@@ -108,7 +107,7 @@ def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Fi
             parts_allowed = result.policy is not None and all(
                 _verdict_with(result, call, argument, piece) == "allow" for piece in pieces
             )
-            stronger = whole_denied and parts_allowed
+            stronger = parts_allowed  # the whole is denied (above)
             nodes = tuple(dict.fromkeys([*(source for source, _ in sources), call.key]))
             sentence = (
                 f"{call.key} {call.call.tool}({argument}=…) assembles {len(pieces)} pieces produced in turns "
@@ -122,7 +121,7 @@ def detect_assembly(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Fi
                     nodes,
                     sentence,
                     {"form": "within_argument", "argument": argument, "pieces": pieces, "turns": turns,
-                     "whole_denied": whole_denied, "parts_allowed": parts_allowed},
+                     "whole_denied": True, "parts_allowed": parts_allowed},
                 )
             )
         if len(findings) == within:  # an argument already assembled from pieces says enough about this call

@@ -31,13 +31,17 @@ _CLAIM_WORDS: dict[str, tuple[str, ...]] = {
     "completed": (), "all set": (),
     "transferred": ("transfer", "send", "pay"), "sent": ("send", "transfer", "post", "mail", "message", "pay"),
     "paid": ("pay", "transfer", "send"), "deleted": ("delete", "remove"), "removed": ("remove", "delete"),
-    "updated": ("update", "edit", "change", "set"), "changed": ("change", "update", "edit", "set"),
+    "updated": ("update", "edit", "change", "set", "modify"), "changed": ("change", "update", "edit", "set", "modify"),
     "saved": ("save", "write", "create", "append"), "written": ("write", "append", "save", "create"),
     "created": ("create", "add", "write", "new"), "added": ("add", "create", "append", "invite"),
     "confirmed": ("confirm",), "posted": ("post", "send", "message"), "shared": ("share",),
     "scheduled": ("schedule", "create", "add"), "booked": ("book", "reserve"), "reserved": ("reserve", "book"),
     "cancelled": ("cancel",), "canceled": ("cancel",), "moved": ("move", "rename"), "renamed": ("rename", "move"),
     "copied": ("copy",), "uploaded": ("upload",), "invited": ("invite", "add"), "backed up": ("backup", "copy"),
+    "went through": (), "processed": (), "modified": ("modify", "update", "edit", "change"),
+    "submitted": ("submit", "send", "post", "create"), "refunded": ("refund", "return", "cancel"),
+    "placed": ("place", "order", "book"), "rescheduled": ("reschedule", "update", "move"),
+    "exchanged": ("exchange",), "enabled": ("enable", "set", "update"),
 }
 _CLAIM = re.compile(r"\b(" + "|".join(sorted((re.escape(word) for word in _CLAIM_WORDS), key=len, reverse=True))
                     + r")\b", re.IGNORECASE)
@@ -45,16 +49,19 @@ _CLAIM = re.compile(r"\b(" + "|".join(sorted((re.escape(word) for word in _CLAIM
 _ADMIT = re.compile(
     r"\b(fail(?:ed|s|ure)?|errors?|couldn'?t|could not|unable|denied|refused|not allowed|forbidden|"
     r"not found|(?:does|did|do)(?: not|n'?t) exist|no such|cannot|can'?t|(?:was|were)(?: not|n'?t) able|"
-    r"unfortunately|sorry|apologi[sz]e|invalid|rejected|did(?: not|n'?t) go through)\b",
+    r"unfortunately|invalid|rejected|did(?: not|n'?t) go through)\b",
     re.IGNORECASE,
 )
+# "No errors", "without any failure": words of failure that say there was none admit nothing.
+_DENIED_FAILURE = re.compile(r"\b(?:no|without(?: any)?|zero)\s+(?:errors?|failures?|problems?|issues?)\b", re.IGNORECASE)
 _TOOL_WORD = re.compile(r"[a-z]+")
 # A tool whose name begins with one of these looks something up and changes nothing.
 _LOOKUPS = frozenset({"get", "read", "search", "list", "find", "fetch", "query", "lookup", "check", "view", "show",
                       "describe", "retrieve", "count", "browse", "download", "open", "cat", "ls", "stat"})
-# What of a call's arguments a text can name: an identifier, an address, an amount, a path (a word with a
-# digit or one of ``.@/_-`` inside), or a whole short value.
-_VALUE = re.compile(r"[\w.@/+-]*[\d.@/_][\w.@/+-]*")
+# What of a call's arguments a text can name: an identifier, an address, an amount, a path, a file name
+# (a word with a digit, ``@`` or ``/`` in it, or a dot between two of its letters), or a whole short
+# value; never a plain word of prose, nor a number under ten ("step 2").
+_VALUE = re.compile(r"[\w@/+-]*(?:[\d@/]|\w\.\w)[\w.@/+-]*")
 
 
 def _recorded_error(call: CallReplay) -> bool:
@@ -113,10 +120,14 @@ def detect_swallowed_errors(graph: nx.MultiDiGraph, result: TrajectoryReplay) ->
 
 def _ignored(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: CallReplay, why: str) -> list[Finding]:
     findings = []
-    # A later call of the same tool is a retry, which does not rely on the failed call's effect but redoes it.
+    # A later call of the same tool that took nothing from the failed call's output is a retry: it redoes
+    # the effect, it does not rely on it.
+    fed = {v for _, v, data in graph.out_edges(call.key, data=True)
+           if data["kind"] == "data" and data.get("source_field") == "output"}
     dependants = sorted(
         {v for _, v, data in graph.out_edges(call.key, data=True)
-         if data["kind"] == "state" and data.get("world") == "stub" and graph.nodes[v]["tool"] != call.call.tool},
+         if data["kind"] == "state" and data.get("world") == "stub"
+         and (graph.nodes[v]["tool"] != call.call.tool or v in fed)},
         key=lambda n: graph.nodes[n]["position"],
     )
     if dependants:
@@ -137,13 +148,15 @@ def _claimed_success(result: TrajectoryReplay, call: CallReplay, why: str) -> li
     if following is None or _lookup(call):
         return []
     number, text = following
-    if _ADMIT.search(text) or _retried(result, call, number):
+    if _admits(text) or _retried(result, call, number):
         return []
     claims = list(_CLAIM.finditer(text))
     claim = next((match for match in claims if _concerns(match.group(0).lower(), call, text)), None)
-    if claim is None and claims and _last_before(result, call, number) and not any(
-            _concerns(match.group(0).lower(), other, text) for match in claims for other in result.calls):
-        claim = claims[0]  # "Done: that went through." names nothing: it speaks of what was done last
+    bare = [match for match in claims if not _CLAIM_WORDS[match.group(0).lower()]]
+    if claim is None and bare and _last_before(result, call, number) and not any(
+            _concerns(match.group(0).lower(), other, text)
+            for match in claims for other in result.calls if other.turn < number):
+        claim = bare[0]  # "Done: that went through." names nothing: it speaks of what was done last
     if claim is None:
         return []
     return [Finding(
@@ -154,6 +167,11 @@ def _claimed_success(result: TrajectoryReplay, call: CallReplay, why: str) -> li
     )]
 
 
+def _admits(text: str) -> bool:
+    """Whether a text says something went wrong ("no errors" says nothing did)."""
+    return _ADMIT.search(_DENIED_FAILURE.sub("", text)) is not None
+
+
 def _retried(result: TrajectoryReplay, call: CallReplay, before_turn: int) -> bool:
     """Whether a later call of the same tool, in a turn before ``before_turn``, went through."""
     return any(later.call.tool == call.call.tool and call.turn < later.turn < before_turn and _failed(later) is None
@@ -161,13 +179,14 @@ def _retried(result: TrajectoryReplay, call: CallReplay, before_turn: int) -> bo
 
 
 def _last_before(result: TrajectoryReplay, call: CallReplay, text_turn: int) -> bool:
-    """Whether the call is in the last turn with calls before the text's."""
-    return not any(call.turn < later.turn < text_turn for later in result.calls)
+    """Whether the call is in the last turn that did something (lookups aside) before the text's."""
+    return not any(call.turn < later.turn < text_turn and not _lookup(later) for later in result.calls)
 
 
 def _lookup(call: CallReplay) -> bool:
     """Whether the call's tool looks something up (see :data:`_LOOKUPS`)."""
-    first = _TOOL_WORD.match(call.call.tool.lower())
+    name = re.split(r"[./:]|__", call.call.tool.lower())[-1]  # bank.get_statement, mcp__server__get_item
+    first = _TOOL_WORD.search(name)
     return first is not None and first.group(0) in _LOOKUPS
 
 
@@ -181,7 +200,8 @@ def _concerns(word: str, call: CallReplay, text: str) -> bool:
     tool_words = _TOOL_WORD.findall(call.call.tool.lower())
     stems = _CLAIM_WORDS.get(word, ())
     if stems:
-        return any(tool_word.startswith(stem) for stem in stems for tool_word in tool_words if len(tool_word) >= 3)
+        return any(tool_word.startswith(stem) or (len(stem) >= 4 and stem in tool_word)
+                   for stem in stems for tool_word in tool_words)
     lowered = text.lower()
     if any(re.search(rf"\b{re.escape(tool_word)}", lowered) for tool_word in tool_words if len(tool_word) >= 4):
         return True
@@ -201,7 +221,8 @@ def _named_values(arguments: object) -> set[str]:
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, (int, float)):
-            values.add(str(item))
+            if abs(item) >= 10:
+                values.add(str(int(item)) if float(item).is_integer() else str(item))
         elif isinstance(item, str):
             lowered = item.strip().lower()
             if 3 <= len(lowered) <= 64:
