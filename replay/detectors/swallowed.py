@@ -47,9 +47,9 @@ _CLAIM = re.compile(r"\b(" + "|".join(sorted((re.escape(word) for word in _CLAIM
                     + r")\b", re.IGNORECASE)
 # A text that says anything went wrong admits the failure (a claim beside it is about something else).
 _ADMIT = re.compile(
-    r"\b(fail(?:ed|s|ure)?|errors?|couldn'?t|could not|unable|denied|refused|not allowed|forbidden|"
-    r"not found|(?:does|did|do)(?: not|n'?t) exist|no such|cannot|can'?t|(?:was|were)(?: not|n'?t) able|"
-    r"unfortunately|invalid|rejected|did(?: not|n'?t) go through)\b",
+    r"\b(fail(?:ed|s|ure)?|errors?|couldn[’']?t|could not|unable|denied|refused|not allowed|forbidden|"
+    r"not found|(?:does|did|do)(?: not|n[’']?t) exist|no such|cannot|can[’']?t|(?:was|were)(?: not|n[’']?t) able|"
+    r"unfortunately|apologi[sz]e|invalid|rejected|did(?: not|n[’']?t) go through)\b",
     re.IGNORECASE,
 )
 # "No errors", "without any failure": words of failure that say there was none admit nothing.

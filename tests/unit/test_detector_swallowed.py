@@ -47,6 +47,8 @@ def test_a_claim_about_the_failed_call(tool, arguments, text):
     ("send_email", {"to": "a@b.c"}, "Sorry, the email could not be sent; everything else is done."),
     ("bank.get_statement", {"month": "may"}, "Done, the statement is saved."),
     ("delete_file", {"path": "a.txt"}, "That file was not found; the others were deleted."),
+    ("exchange_items", {"order_id": "#W1"}, "I’m sorry, but order #W1 is pending, so it can’t be exchanged yet."),
+    ("delete_file", {"file_id": "11"}, "I apologize for the confusion: file 11 seems to be deleted already."),
     # a bare claim naming nothing of the call is judged by what came last (see the scenarios), not here
     ("transfer_funds", {"amount": 200}, "Done."),
     # prose and small numbers are not values a text names
