@@ -6,9 +6,10 @@ initial state. Edges, each with its evidence:
 ``data``
     an argument value, or a piece of one, that an earlier call's output or argument carried, with the
     span. An output feeds only the turns after its own: a turn's calls are written together, before
-    any of their outputs comes back (its calls' arguments may still echo each other). Edges link *values*, not words: identifiers, addresses, accounts, amounts and other numbers of
-    some substance, paths (and their prefixes and suffixes), URLs, dates and times, whole values (a
-    whole leaf, a line or a keyed value of a text output), and what URL- or base64-decoding reveals.
+    any of their outputs comes back (its calls' arguments may still echo each other). Edges link
+    *values*, not words: identifiers, addresses, accounts, amounts and other numbers of some substance,
+    paths (and their prefixes and suffixes), URLs, dates and times, whole values (a whole leaf, a line or
+    a keyed value of a text output), and what URL- or base64-decoding reveals.
     A plain word inside prose is never followed; a plain word of an argument that is a short expression
     (``name=Globex``) is followed only to a whole value that equals it.
 ``state``
