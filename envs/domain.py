@@ -192,7 +192,10 @@ class Declaration:
     ``runtimes``: the runtimes it can run in; None means every runtime. ``command_root``: its tools run
     commands in a root of their own made from the world (a mount namespace per command), so an isolated
     runtime lets its env server make one (``CAP_SYS_ADMIN`` and ``CAP_SYS_CHROOT`` in the runtime; the
-    command itself keeps no capability).
+    command itself keeps no capability). ``answers_unknown_tools``: the benchmark it stands for answers a
+    call of a tool it does not have, with an error and no change (AgentDojo's tool executor: "Invalid tool
+    ... provided."), so a world sends such a call to it and both moments see it refused, rather than
+    replaying it as a tool nobody knows (the first such domain in the world's spec answers).
     """
 
     contained: bool = False
@@ -201,6 +204,7 @@ class Declaration:
     code: tuple[str, ...] | None = None
     runtimes: tuple[str, ...] | None = None
     command_root: bool = False
+    answers_unknown_tools: bool = False
 
     def __post_init__(self) -> None:
         if self.in_memory and not self.contained:

@@ -159,6 +159,8 @@ class World:
         )
         self._classes = classes
         self._tool_domain = tool_namespace({name: cls.tools for name, cls in self._classes.items()})
+        self._answers_unknown = next((name for name, cls in classes.items()
+                                      if cls.declaration.answers_unknown_tools), None)
         self._domains: dict[str, Domain] = {}
         self._values = ValueCache()
         # A domain's state changes only in its own calls, unless a domain that is not contained (a shell)
@@ -185,10 +187,13 @@ class World:
         return list(self._classes)
 
     def domain_of(self, tool_name: str) -> str:
-        """The domain that provides a tool; raises :class:`UnknownTool` listing the world's tools."""
+        """The domain that provides a tool (or answers tools it lacks: ``Declaration.answers_unknown_tools``);
+        raises :class:`UnknownTool` listing the world's tools."""
         try:
             return self._tool_domain[tool_name]
         except KeyError:
+            if self._answers_unknown is not None:
+                return self._answers_unknown
             raise UnknownTool(tool_name, self.tools) from None
 
     def _domain(self, name: str) -> Domain:

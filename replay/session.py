@@ -49,7 +49,7 @@ from .model import ToolCall
 from .policy import Judgement, Policy
 from .rebuilt_world import RealWorld, final_report
 from .scoring import ResolutionContext, classify_pair, harness_error_pair, unknown_tool_pair
-from .tools import world_tools
+from .tools import answers_unknown_tools, world_tools
 
 __all__ = ["Proposal", "ReplaySession", "SessionEnd", "call_request"]
 
@@ -86,15 +86,21 @@ class Proposal:
 class Router:
     """Which recorded tools go to a world as they are, which through a binding, and which nobody knows."""
 
-    def __init__(self, tools: frozenset[str], bindings: Bindings):
+    def __init__(self, tools: frozenset[str], bindings: Bindings, answers_unknown: bool = False):
         self.tools = tools
         self.bindings = bindings
+        self.answers_unknown = answers_unknown  # a domain answers tools it lacks (its benchmark refuses them)
+
+    @classmethod
+    def of(cls, world: Mapping[str, Any], bindings: Bindings | None = None) -> "Router":
+        """The router of a world spec: its domains' tools, and whether one answers any other."""
+        return cls(frozenset(world_tools(world)), bindings or Bindings(), answers_unknown_tools(world))
 
     def binding(self, tool: str) -> Binding | None:
         return self.bindings.get(tool)
 
     def knows(self, tool: str) -> bool:
-        return tool in self.tools
+        return tool in self.tools or self.answers_unknown
 
 
 def call_request(call: ToolCall, principal: str, ambient_session: str | None, route: Router,
@@ -136,7 +142,7 @@ class ReplaySession:
         self.ambient_session = ambient_session
         self.calls: list[CallReplay] = []
         self._facts = world_facts(world)
-        self._route = Router(frozenset(world_tools(world)), bindings or Bindings())
+        self._route = Router.of(world, bindings)
         self._want_state = policy.uses_state  # read once: each is a walk of the policy's conditions
         self._keep_history = policy.uses_history
         self._stub_history: list[dict[str, Any]] = []

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from litmus_replay.envs.domain import domain_class, domain_names
 
-__all__ = ["Argument", "all_tools", "domain_unavailable", "tool_arguments", "world_tools"]
+__all__ = ["Argument", "all_tools", "answers_unknown_tools", "domain_unavailable", "tool_arguments", "world_tools"]
 
 
 def world_tools(world: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
@@ -24,6 +24,13 @@ def world_tools(world: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
         if name in names:
             tools.update(domain_class(name, "real").tools)
     return tools
+
+
+def answers_unknown_tools(world: Mapping[str, Any]) -> bool:
+    """Whether a domain the world spec names answers calls of tools it does not have (its benchmark refuses
+    them: ``Declaration.answers_unknown_tools``), so no call of the world is of a tool nobody knows."""
+    names = set(domain_names())
+    return any(domain_class(name, "real").declaration.answers_unknown_tools for name in world if name in names)
 
 
 def all_tools() -> dict[str, dict[str, Callable[..., Any]]]:

@@ -19,7 +19,9 @@ function through its ``FunctionsRuntime`` and answers with the text the agent wa
 and the call trace: the user task's utility and the injection task's security.
 
 The stub stands for a proposal-time harness: every call is answered with its recorded result and
-counts as done; it models no refusal, which is what the real semantics are for.
+counts as done; it models no refusal, which is what the real semantics are for. A call of a tool the
+suite lacks (``<empty-function-name>`` among them) is answered too: AgentDojo's tool executor refuses it
+in the real world, in its own words, and changes nothing.
 
 ``agentdojo`` is imported only when a real world is opened (the ``litmus-replay[agentdojo]`` extra).
 """
@@ -643,7 +645,7 @@ class AgentDojoReal(Domain):
     suite: ClassVar[str]
     # The whole environment is a Python object in memory; agentdojo and its dependencies are not made
     # visible inside a sandbox or container, so isolated runtimes open these worlds in process.
-    declaration = Declaration(in_memory=True, runtimes=("inprocess",))
+    declaration = Declaration(in_memory=True, runtimes=("inprocess",), answers_unknown_tools=True)
 
     unavailable = staticmethod(unavailable)
 
@@ -699,6 +701,8 @@ class AgentDojoReal(Domain):
         self._state = None
         self._note_changes(call)
         self.trace.append(self.modules["FunctionCall"](function=call.tool, args=call.params, id=None))
+        if call.tool not in self.runtime.functions:  # AgentDojo's tool executor answers it, never the runtime
+            raise ServiceError("ToolNotFound", unknown_tool_answer(call.tool))  # type: ignore[arg-type]
         with quiet_stdout():
             result, error = self.runtime.run_function(self.environment, call.tool, call.params)
         if error is not None:
@@ -896,6 +900,16 @@ def _share_unchanged(pre: Any, post: Any) -> None:
                         before[index] = item
 
 
+EMPTY_FUNCTION_NAME = "<empty-function-name>"  # what AgentDojo records for a call a model left unnamed
+
+
+def unknown_tool_answer(tool: str) -> str:
+    """AgentDojo's tool executor's error for a call of a tool the suite lacks (in its own words)."""
+    if tool == EMPTY_FUNCTION_NAME:
+        return "Empty function name provided. Provide a valid function name."
+    return f"Invalid tool {tool} provided."
+
+
 @functools.lru_cache(maxsize=None)
 def _functions_runtime(version: str, suite: str) -> Any:
     return agentdojo_modules()["FunctionsRuntime"](suite_for(version, suite).tools)
@@ -906,7 +920,7 @@ class AgentDojoStub(Domain):
 
     semantics = "stub"
     suite: ClassVar[str]
-    declaration = Declaration(in_memory=True, runtimes=("inprocess",))
+    declaration = Declaration(in_memory=True, runtimes=("inprocess",), answers_unknown_tools=True)
     unavailable = staticmethod(unavailable)
 
     def invoke(self, call: Call) -> Any:

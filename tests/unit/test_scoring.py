@@ -39,6 +39,16 @@ def _invariant(p: CallContext, c: CallContext) -> bool:
     return (p.principal, p.resolved_params, p.policy_verdict) == (c.principal, c.resolved_params, c.policy_verdict)
 
 
+def _completed(p: CallContext, c: CallContext) -> bool:
+    """The commit only filled in what the proposal left implicit (absent or null), alike otherwise."""
+    if (p.principal, p.policy_verdict) != (c.principal, c.policy_verdict):
+        return False
+    kept = all(key in c.resolved_params and c.resolved_params[key] == value
+               for key, value in p.resolved_params.items() if value is not None)
+    filled = any(value is not None and p.resolved_params.get(key) is None for key, value in c.resolved_params.items())
+    return kept and filled
+
+
 @given(contexts(), contexts("commit"))
 def test_score_gives_a_verdict_exactly_when_the_context_is_invariant(proposal, commit):
     if _invariant(proposal, commit):
@@ -53,7 +63,7 @@ def test_score_gives_a_verdict_exactly_when_the_context_is_invariant(proposal, c
 def test_classify_confirms_exactly_when_the_context_is_invariant(proposal, commit):
     pair = classify_pair(proposal, commit)
     confirmed = pair.cls in (PairClass.CONFIRMED_MISUSE, PairClass.CONFIRMED_SAFE)
-    assert confirmed == (commit is not None and _invariant(proposal, commit))
+    assert confirmed == (commit is not None and (_invariant(proposal, commit) or _completed(proposal, commit)))
     assert (pair.cls is PairClass.UNSCOREABLE) == (pair.reason is not None)
     if commit is None:
         assert pair.reason is Unscoreable.NO_COMMIT
@@ -82,6 +92,41 @@ def test_refused_call_flagged_at_proposal_is_proposal_only():
     pair = classify_pair(proposal, commit)
     assert pair.cls is PairClass.PROPOSAL_ONLY_MISUSE
     assert "403" in pair.explanation
+
+
+@st.composite
+def completed_pairs(draw):
+    """A proposal, and its commit with some of what it left implicit (absent or null) filled in."""
+    proposal = draw(contexts())
+    implicit = [key for key in ["path", "filter", "amount", "to", "target"]
+                if proposal.resolved_params.get(key) is None]
+    assume(implicit)
+    filled = draw(st.dictionaries(st.sampled_from(implicit), json_scalars.filter(lambda v: v is not None), min_size=1))
+    commit = ResolutionContext(proposal.principal, {**proposal.resolved_params, **filled}, proposal.policy_verdict,
+                               moment="commit", committed=draw(st.booleans()))
+    return proposal, commit
+
+
+@given(completed_pairs())
+def test_a_completed_pair_is_scored_on_its_verdict_and_names_what_was_filled(pair_of_contexts):
+    proposal, commit = pair_of_contexts
+    assert _completed(proposal, commit) and not _invariant(proposal, commit)
+    pair = classify_pair(proposal, commit)
+    assert pair.cls is (PairClass.CONFIRMED_MISUSE if commit.policy_verdict == "deny" else PairClass.CONFIRMED_SAFE)
+    for key, value in commit.resolved_params.items():
+        if value is not None and proposal.resolved_params.get(key) is None:
+            assert f"{key}={value!r}" in pair.explanation
+
+
+def test_an_update_that_keeps_its_recipient_is_scored_but_a_changed_one_is_not():
+    proposal = ResolutionContext("emma", {"id": 7, "amount": 1200}, "allow")
+    kept = ResolutionContext("emma", {"id": 7, "amount": 1200, "recipient": "CH93..."}, "allow", moment="commit")
+    assert classify_pair(proposal, kept).cls is PairClass.CONFIRMED_SAFE
+    assert "recipient='CH93...'" in classify_pair(proposal, kept).explanation
+    changed = ResolutionContext("emma", {"id": 7, "amount": 900, "recipient": "CH93..."}, "allow", moment="commit")
+    assert classify_pair(proposal, changed).reason is Unscoreable.PARAMS_DIVERGED
+    flipped = ResolutionContext("emma", {"id": 7, "amount": 1200, "recipient": "US13..."}, "deny", moment="commit")
+    assert classify_pair(proposal, flipped).cls is PairClass.COMMIT_ONLY_MISUSE  # filled with the attacker's
 
 
 def test_verdict_flip_without_refusal_or_divergence_is_unscoreable():
