@@ -150,7 +150,9 @@ def context_variables(
 
 def _history_entry(call: ToolCall, variables: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("tool", "params", "resolved", "principal", "status", "committed", "effects")
-    return {"key": call.key, **{key: variables[key] for key in keys}}
+    entry = {"key": call.key, **{key: variables[key] for key in keys}}
+    entry["recorded_status"] = call.result.status if call.result is not None else None
+    return entry
 
 
 def _context(moment: str, outcome: Outcome, variables: Mapping[str, Any], judgement: Judgement) -> ResolutionContext:

@@ -28,7 +28,10 @@ acted in this context), ``declared_principal``, ``status`` (``ok``/``error``/``p
     round trip as the call. ``state.bank.accounts[resolved.from].balance < world.reserve``.
 ``history``
     Earlier calls in the same world, oldest first: ``key``, ``tool``, ``params``, ``resolved``,
-    ``principal``, ``status``, ``committed``, ``effects``. Built only when some condition reads it.
+    ``principal``, ``status``, ``committed``, ``effects``, and ``recorded_status`` (the recorded result's
+    ``ok`` or ``error``, null where none was recorded: a rule of what "went through in the conversation"
+    counts a call only where the recording shows it succeeding, as a harness reading the transcript
+    does, whatever a stub answered). Built only when some condition reads it.
 
 Aggregate functions (:mod:`.policy_functions`): ``sum(list)``, ``sum(list, path)``, ``count_by(list,
 path)``, ``sum_by(list, key_path, value_path)``, ``get(value, path, default)``; for example

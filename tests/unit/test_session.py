@@ -126,3 +126,20 @@ def test_the_example_on_the_extending_page_prints_what_it_says(capsys, monkeypat
     code = re.search(r"```python\n(.*?)```", text, flags=re.S).group(1)
     exec(compile(code, "docs/extending.md", "exec"), {})
     assert capsys.readouterr().out.splitlines() == ["confirmed_safe proposal_only_misuse", "403 False"]
+
+
+def test_history_keeps_what_the_recording_says_of_each_call():
+    """The stub world takes every call for done; ``recorded_status`` lets a rule of what "went through in
+    the conversation" count only what the recording shows succeeding, as a harness reading it does."""
+    from litmus_replay.replay.policy import Policy, PolicySpec
+
+    policy = Policy.compile(PolicySpec.model_validate({"rules": [{
+        "id": "second-write", "when": "tool == 'write_file' && history.exists(h, h.tool == 'write_file' "
+                                      "&& h.committed && h.recorded_status != 'error')"}]}))
+    world = {"principals": ["alice"], "files": {"tree": {"/workspace/a.txt": "x"}}}
+    write = {"tool": "write_file", "arguments": {"path": "/workspace/a.txt", "content": "y"}}
+    for first, flagged in (({"status": "error", "error": "EACCES"}, False), ({"status": "ok"}, True), (None, True)):
+        turns = [{"calls": [{**write, **({"result": first} if first else {})}]}, {"calls": [write]}]
+        replay = Replayer(policy).replay(Trajectory.model_validate({"id": "t", "principal": "alice", "turns": turns}),
+                                         world)
+        assert (replay.calls[1].proposal.policy_verdict == "deny") is flagged, first
