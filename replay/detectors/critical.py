@@ -52,10 +52,10 @@ def detect_critical_nodes(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> l
                 fate = f"stopped in the real world by {stopper}"
             else:
                 fate = "reached in the real world but the rule did not hold there"
-            sentence = (
-                f"critical rule {rule!r}: proposed at {call.key} {call.call.tool}; "
-                f"{'committed' if committed_stub else 'not committed'} in the stub world, {fate}"
-            )
+            stub_fate = "committed in the stub world" if committed_stub else "not committed in the stub world"
+            if committed_stub and call.call.result is not None and call.call.result.status == "error":
+                stub_fate += " (which took the recorded error for done)"  # a harness judging the proposal
+            sentence = f"critical rule {rule!r}: proposed at {call.key} {call.call.tool}; {stub_fate}, {fate}"
             findings.append(Finding(
                 "critical_decision", "high" if committed_real else "info", (call.key,), sentence,
                 {"rule": rule, "proposed": True, "committed_stub": committed_stub, "committed_real": committed_real,
