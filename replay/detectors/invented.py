@@ -5,7 +5,10 @@ from somewhere the trajectory does not show (a system prompt, the model's memory
 verdict on the call rests on a value the run cannot account for.
 
 Only values are judged, never prose: the words of an e-mail body are the agent's to write, but an IBAN
-or an address inside it is not. Dates and times are left out (an agent works them out from "tomorrow"),
+or an address inside it is not. A file's name is a name, not a value (``hawaii-vacation-plans.docx``,
+however much it looks like a host), and a lookup's arguments are a query, not values it acts on
+(``search_files_by_filename``, ``get_balance``: :mod:`.lookups`): the agent asks for what it does not know
+yet, and a guess finds something or nothing. Dates and times are left out (an agent works them out from "tomorrow"),
 and so are small numbers and booleans. A value is found when it occurs in a source as text,
 case-insensitively, and a path when it does or each of its parts does (a path assembled from pieces
 is the cross-turn assembly detector's). The user's own words are those the trajectory keeps in
@@ -16,6 +19,7 @@ is not judged: what the user asked for would look invented.
 
 from __future__ import annotations
 
+import mimetypes
 import re
 from typing import Any, Iterator
 
@@ -24,6 +28,7 @@ import networkx as nx
 from ..engine import TrajectoryReplay
 from ..text_cache import remembered_by_text
 from .finding import Finding
+from .lookups import is_lookup
 
 USER_MESSAGES = "user_messages"  # the key of Source.extra holding the user's own messages
 
@@ -101,6 +106,8 @@ def _values(leaf: Any) -> Iterator[str]:
             if abs(float(text)) >= _MIN_AMOUNT:
                 yield text
             return
+        if _is_file_name(text):
+            return
         if _EMAIL.fullmatch(text) or _URL.fullmatch(text) or _ACCOUNT.fullmatch(text) or _DOMAIN.match(text):
             yield text
         elif "/" in text.strip("/") or text.startswith("/"):
@@ -114,6 +121,20 @@ def _values(leaf: Any) -> Iterator[str]:
             yield match.group().rstrip(_TRAILING)
 
 
+def _is_file_name(text: str) -> bool:
+    """Whether a word is a file's name: a dotted name ending in a file type's extension of three letters or
+    more (two-letter ones are countries' domains too: ``.ai``, ``.me``)."""
+    if "/" in text or "@" in text or not _DOMAIN.match(text):
+        return False
+    extension = text.rsplit(".", 1)[-1].lower()
+    return len(extension) >= 3 and extension in _FILE_EXTENSIONS
+
+
+# The file types Python knows without reading the system's tables (the same on every machine), and the
+# office formats it does not list.
+_FILE_EXTENSIONS = frozenset(
+    {extension.lstrip(".").lower() for extension in mimetypes.MimeTypes(filenames=()).types_map[True]}
+    | {"docx", "xlsx", "pptx", "odt", "ods", "odp", "yaml", "yml", "log", "rtf", "jpeg", "tiff", "webp"})
 _DIGIT = re.compile(r"\d")
 
 
@@ -194,7 +215,7 @@ def detect_invented_arguments(graph: nx.MultiDiGraph, result: TrajectoryReplay) 
     for call in result.calls:
         recorded = call.call
         by_user = recorded.principal is not None and recorded.principal != trajectory.principal
-        if not by_user:
+        if not by_user and not is_lookup(recorded.tool):
             invented: dict[str, str] = {}  # value -> the argument it was first met in
             for path, leaf in _leaves(recorded.arguments):
                 if _COUNT_ARGUMENT.search(path) and not isinstance(leaf, str):
