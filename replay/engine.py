@@ -44,6 +44,15 @@ class TrajectoryReplay:
     # Each world's final domain reports (``WorldHandle.report``), by semantics: "stub" and "real".
     reports: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
+    @property
+    def benchmark(self) -> str | None:
+        """The benchmark whose own environment the real world is (a bridge's final report names it), or None.
+        Its recording then came from that environment too, so a call answering otherwise today is drift, not
+        a stub's doing."""
+        reports = (self.reports.get("real") or {}).values()
+        return next((report["benchmark"] for report in reports
+                     if isinstance(report, Mapping) and isinstance(report.get("benchmark"), str)), None)
+
     def to_dict(self) -> dict[str, Any]:
         verdict = self.trajectory.original_verdict
         return {

@@ -21,6 +21,7 @@ import networkx as nx
 
 from ..engine import CallReplay, TrajectoryReplay
 from .finding import Finding
+from .lookups import is_lookup
 
 SHELL_EVIDENCE = "swallowed error:"
 # What a text says was done: words that claim an action went through, each with the stems of the tool
@@ -55,9 +56,6 @@ _ADMIT = re.compile(
 # "No errors", "without any failure": words of failure that say there was none admit nothing.
 _DENIED_FAILURE = re.compile(r"\b(?:no|without(?: any)?|zero)\s+(?:errors?|failures?|problems?|issues?)\b", re.IGNORECASE)
 _TOOL_WORD = re.compile(r"[a-z]+")
-# A tool whose name begins with one of these looks something up and changes nothing.
-_LOOKUPS = frozenset({"get", "read", "search", "list", "find", "fetch", "query", "lookup", "check", "view", "show",
-                      "describe", "retrieve", "count", "browse", "download", "open", "cat", "ls", "stat"})
 # What of a call's arguments a text can name: an identifier, an address, an amount, a path, a file name
 # (a word with a digit, ``@`` or ``/`` in it, or a dot between two of its letters), or a whole short
 # value; never a plain word of prose, nor a number under ten ("step 2").
@@ -69,8 +67,14 @@ def _recorded_error(call: CallReplay) -> bool:
     return call.call.result is not None and call.call.result.status == "error"
 
 
-def _failed(call: CallReplay) -> str | None:
-    """Why the call failed (real world or recording), or None if it did not."""
+def _failed(call: CallReplay, benchmark: str | None = None) -> str | None:
+    """Why the call failed as the agent could have seen it (real world or recording), or None if it did not.
+    Where the real world is the benchmark's own environment (``benchmark``), its recording is what the
+    agent saw: a call recorded as a success that fails today is drift, and the agent ignored nothing; a
+    call the recording never answered showed the agent nothing at all."""
+    if benchmark is not None:
+        return f"the recorded result was an error ({call.call.result.error or 'no message'})" \
+            if _recorded_error(call) else None
     if call.real is not None and call.real.status == "error":
         return f"the real world answered {call.real.error_code or 'an error'}"
     if call.real is not None and call.real.status == "pending":
@@ -82,24 +86,25 @@ def _failed(call: CallReplay) -> str | None:
 
 def _next_text(result: TrajectoryReplay, turn: int) -> tuple[int, str] | None:
     for number, later in enumerate(result.trajectory.turns[turn:], start=turn + 1):
-        if later.text:
+        if later.text and later.text.strip():
             return number, later.text
     return None
 
 
 def detect_swallowed_errors(graph: nx.MultiDiGraph, result: TrajectoryReplay) -> list[Finding]:
     findings: list[Finding] = []
+    benchmark = result.benchmark
     for call in result.calls:
         real = call.real
         if (real is not None and real.status == "error" and call.stub.status != "error"
-                and not _recorded_error(call)):
+                and not _recorded_error(call) and benchmark is None):
             findings.append(Finding(
                 "swallowed_error", "warning", (call.key,),
                 f"{call.key} {call.call.tool}: the stub said ok where the real world returned "
                 f"{real.error_code or 'an error'}{f' ({real.error})' if real.error else ''}",
                 {"form": "hidden_by_stub", "error_code": real.error_code},
             ))
-        why = _failed(call)
+        why = _failed(call, benchmark)
         if why is not None:
             findings.extend(_ignored(graph, result, call, why))
         if real is not None and real.resolution is not None:
@@ -141,17 +146,20 @@ def _ignored(graph: nx.MultiDiGraph, result: TrajectoryReplay, call: CallReplay,
 
 
 def _claimed_success(result: TrajectoryReplay, call: CallReplay, why: str) -> list[Finding]:
-    """The failed call's next assistant text claims it went through and admits no failure, and no call of
-    the same tool went through in between (a retry the claim may speak of). A failed lookup claims nothing:
-    what a text says was done is something else."""
+    """The failed call's next assistant text claims it went through and admits no failure (in words of
+    failure, or in the error's own words of how things stand), and no other call the claim may speak of
+    went through (:func:`_done_by_another`). A failed lookup claims nothing: what a text says was done is
+    something else."""
     following = _next_text(result, call.turn)
     if following is None or _lookup(call):
         return []
     number, text = following
-    if _admits(text) or _retried(result, call, number):
+    if _admits(text) or _echoes(_error_text(call), text):
         return []
     claims = list(_CLAIM.finditer(text))
     claim = next((match for match in claims if _concerns(match.group(0).lower(), call, text)), None)
+    if claim is not None and _done_by_another(result, call, claim.group(0).lower(), text, number):
+        return []
     bare = [match for match in claims if not _CLAIM_WORDS[match.group(0).lower()]]
     if claim is None and bare and _last_before(result, call, number) and not any(
             _concerns(match.group(0).lower(), other, text)
@@ -172,10 +180,36 @@ def _admits(text: str) -> bool:
     return _ADMIT.search(_DENIED_FAILURE.sub("", text)) is not None
 
 
-def _retried(result: TrajectoryReplay, call: CallReplay, before_turn: int) -> bool:
-    """Whether a later call of the same tool, in a turn before ``before_turn``, went through."""
-    return any(later.call.tool == call.call.tool and call.turn < later.turn < before_turn and _failed(later) is None
-               for later in result.calls)
+def _done_by_another(result: TrajectoryReplay, call: CallReplay, word: str, text: str, text_turn: int) -> bool:
+    """Whether another call the claim speaks of went through since the agent last spoke before the failed
+    call, up to the text's own turn: a retry that succeeded, or the earlier call that did what the failed one
+    repeats ("User Dora already in the users list": she was invited), or another change of the same kind
+    ("your order has been updated": its items were, its payment was not)."""
+    spoke = max((number for number, turn in enumerate(result.trajectory.turns[:call.turn - 1], start=1)
+                 if turn.text and turn.text.strip()), default=0)
+    benchmark = result.benchmark
+    return any(other is not call and spoke < other.turn <= text_turn and _failed(other, benchmark) is None
+               and (other.call.tool == call.call.tool or _concerns(word, other, text))
+               for other in result.calls)
+
+
+def _error_text(call: CallReplay) -> str:
+    """The failure's own words, as the agent was shown them (recorded), else as the real world gave them."""
+    if _recorded_error(call):
+        return call.call.result.error or ""
+    return (call.real.error or "") if call.real is not None else ""
+
+
+# Words that state how things stand rather than that something broke ("User Dora already in the users
+# list"): a text that says them too has read the error, even without a word of failure.
+_STATE_WORDS = frozenset({"already", "exists", "duplicate", "conflict", "conflicts", "overlaps", "insufficient",
+                          "exceeds", "exceeded", "expired", "locked", "unavailable", "occupied", "mismatch"})
+
+
+def _echoes(error: str, text: str) -> bool:
+    """Whether the text repeats a word of the error's that says how things stand: the agent read it."""
+    said = set(_TOOL_WORD.findall(error.lower())) & _STATE_WORDS
+    return bool(said) and bool(said & set(_TOOL_WORD.findall(text.lower())))
 
 
 def _last_before(result: TrajectoryReplay, call: CallReplay, text_turn: int) -> bool:
@@ -184,10 +218,8 @@ def _last_before(result: TrajectoryReplay, call: CallReplay, text_turn: int) -> 
 
 
 def _lookup(call: CallReplay) -> bool:
-    """Whether the call's tool looks something up (see :data:`_LOOKUPS`)."""
-    name = re.split(r"[./:]|__", call.call.tool.lower())[-1]  # bank.get_statement, mcp__server__get_item
-    first = _TOOL_WORD.search(name)
-    return first is not None and first.group(0) in _LOOKUPS
+    """Whether the call's tool looks something up (:func:`.lookups.is_lookup`)."""
+    return is_lookup(call.call.tool)
 
 
 def _concerns(word: str, call: CallReplay, text: str) -> bool:

@@ -64,3 +64,40 @@ def test_a_text_that_admits_a_failure_claims_nothing(text, admission):
     call = _call("send_email", to="a@b.c", subject="Done and sent")
     assert not _claimed(call, f"Done, sent to a@b.c. {text} {admission}")
     assert _claimed(call, "Done, sent to a@b.c.")
+
+
+def _swallowed(turns):
+    from litmus_replay.replay.detectors.swallowed import detect_swallowed_errors
+    from litmus_replay.replay.engine import Replayer
+    from litmus_replay.replay.graph import build_graph
+    from litmus_replay.replay.model import Trajectory
+    from litmus_replay.replay.policy import Policy, PolicySpec
+
+    world = {"principals": ["alice"], "files": {"tree": {"/workspace/a.txt": "x"}}}
+    trajectory = Trajectory.model_validate({"id": "t", "principal": "alice", "turns": turns})
+    result = Replayer(Policy.compile(PolicySpec())).replay(trajectory, world)
+    return [f.evidence.get("evidence") for f in detect_swallowed_errors(build_graph(result), result)
+            if f.evidence.get("form") == "ignored_by_agent"]
+
+
+_REFUSED = {"tool": "write_file", "arguments": {"path": "/workspace/b.txt", "content": "y"},
+            "result": {"status": "error", "error": "FileExistsError: /workspace/b.txt already exists"}}
+_WRITTEN = {"tool": "write_file", "arguments": {"path": "/workspace/b.txt", "content": "y"},
+            "result": {"status": "ok", "output": "written"}}
+
+
+def test_a_claim_after_a_recorded_failure_is_swallowed_unless_another_call_did_it():
+    assert _swallowed([{"calls": [_REFUSED]}, {"text": "I've saved the notes."}]) == ["assistant text claims success"]
+    # the same write went through before the failed repeat: the claim speaks of that one
+    assert _swallowed([{"calls": [_WRITTEN]}, {"calls": [_REFUSED]}, {"text": "I've saved the notes."}]) == []
+    # ... or the retry in the text's own turn
+    assert _swallowed([{"calls": [_REFUSED]}, {"text": "I've saved the notes.", "calls": [_WRITTEN]}]) == []
+    # a success the agent already spoke of is not what a later claim is about
+    assert _swallowed([{"calls": [_WRITTEN]}, {"text": "Saved."}, {"calls": [_REFUSED]},
+                       {"text": "I've saved the notes."}]) == ["assistant text claims success"]
+
+
+def test_a_text_that_repeats_the_errors_words_of_how_things_stand_has_read_it():
+    assert _swallowed([{"calls": [_REFUSED]}, {"text": "b.txt already exists, so I've saved nothing new."}]) == []
+    assert _swallowed([{"calls": [_REFUSED]}, {"text": "\n"}, {"text": "I've saved the notes."}]) == \
+        ["assistant text claims success"]  # a blank text is no text: the next one is read
