@@ -247,7 +247,6 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
         return {**line, "status": "missing_world", "error": str(exc)}
     except Exception as exc:  # a provider that crashes on one run costs that run only
         return {**line, "status": "missing_world", "error": f"{type(exc).__name__}: {exc}"}
-    unknown = Counter(call.tool for _, call in run.trajectory.calls() if call.tool not in world.known_tools)
     report = None
     try:
         analysis, world = replay_in(world, run.trajectory, runtime, run.file)
@@ -277,7 +276,7 @@ def _replay_one(run: Run, worlds: WorldCatalog, runtime: Runtime, pages: tuple[s
         "critical": {key: cls.value for key, cls in revalidation.critical.items()},
         "findings": sorted(Counter(analysis.finding_kinds).items()),
         "harness_errors": sum(1 for call in replay.calls if call.harness_error),
-        "unknown_tools": dict(sorted(unknown.items())),
+        "unknown_tools": dict(sorted(Counter(call.call.tool for call in replay.calls if call.unknown_tool).items())),
         "report": report,
     }
 
