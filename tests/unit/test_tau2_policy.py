@@ -243,11 +243,15 @@ def test_retail_order_status():
 
 def test_retail_items_change_once_per_order():
     rule = "retail-second-item-change"
-    done = [{"tool": "modify_pending_order_items", "params": ITEMS, "committed": True}]
-    refused = [{"tool": "modify_pending_order_items", "params": ITEMS, "committed": False}]
-    other = [{"tool": "modify_pending_order_items", "params": {**ITEMS, "order_id": "#W2"}, "committed": True}]
+    done = [{"tool": "modify_pending_order_items", "params": ITEMS, "committed": True, "recorded_status": "ok"}]
+    refused = [{"tool": "modify_pending_order_items", "params": ITEMS, "committed": False, "recorded_status": "error"}]
+    # the stub world takes a refused call for done; the transcript shows it refused
+    taken_for_done = [{**refused[0], "committed": True}]
+    other = [{"tool": "modify_pending_order_items", "params": {**ITEMS, "order_id": "#W2"}, "committed": True,
+              "recorded_status": "ok"}]
     assert rule in judge("retail", "modify_pending_order_items", ITEMS, order(), history=done)
     assert rule not in judge("retail", "modify_pending_order_items", ITEMS, order(), history=refused)
+    assert rule not in judge("retail", "modify_pending_order_items", ITEMS, order(), history=taken_for_done)
     assert rule not in judge("retail", "modify_pending_order_items", ITEMS, order(), history=other)
 
 
@@ -256,7 +260,7 @@ def test_retail_items_change_once_per_order():
 def test_telecom_refuel_at_most_two_gigabytes():
     rule = "telecom-refuel-over-limit"
     params = {"customer_id": "C1", "line_id": "L1", "gb_amount": 1.5}
-    earlier = [{"tool": "refuel_data", "params": {**params, "gb_amount": 1}, "committed": True}]
+    earlier = [{"tool": "refuel_data", "params": {**params, "gb_amount": 1}, "committed": True, "recorded_status": None}]
     assert rule in judge("telecom", "refuel_data", {**params, "gb_amount": 3})
     assert rule in judge("telecom", "refuel_data", params, history=earlier)
     assert rule not in judge("telecom", "refuel_data", params)
