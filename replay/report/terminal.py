@@ -131,6 +131,8 @@ def print_revalidation(console: Console, summary: dict) -> None:
     for finding in FLAGGED:
         if finding not in ("over_penalised", "under_penalised") and counts.get(finding):
             console.print(Text(f"{finding}: {counts[finding]} — {FINDINGS[finding]}"))
+    if counts.get("not_judged"):
+        console.print(Text(f"not_judged: {counts['not_judged']} — {FINDINGS['not_judged']}"))
     if summary.get("incomplete"):
         console.print(Text(f"recorded by the benchmark as cut short (an error or a limit): {len(summary['incomplete'])} — "
                            f"their calls are only those made before (results.jsonl: incomplete)"))
