@@ -75,8 +75,9 @@ def first_departure(result: TrajectoryReplay, check_error: str | None = None) ->
     The agent's calls are fixed in a replay, so a call that only reads and answers differently today changes
     nothing the checks judge by (the final state and the calls made); a departure can explain a check that
     disagrees only where the call changed the environment, or failed where it succeeded (or the reverse).
-    Where every such call answered as recorded, the check itself judges differently now; reads that
-    answer differently are named, since the environment's data differs there."""
+    Where every such call answered as recorded, the check itself judges differently now (AgentDojo's suites
+    have been edited in place, a version's name kept); reads that answer differently are named, since the
+    environment's data differs there, which a check of the model's answer may read."""
     reads: list[str] = []
     for replay in result.calls:
         recorded = replay.call.result
@@ -100,9 +101,10 @@ def first_departure(result: TrajectoryReplay, check_error: str | None = None) ->
     if check_error:
         return None, f"the check failed on the replayed state: {check_error}"
     also = (f" (calls that only read answer differently — {', '.join(reads[:3])}: the environment's data differs "
-            "there, which the check may read)") if reads else ""
+            "there, which a check of the answer may read)") if reads else ""
     return None, ("every call that changed the environment answered as recorded: the check itself judges "
-                  f"differently in this benchmark version than when the run was scored{also}")
+                  "differently today than when the run was scored (AgentDojo's code has changed since, under this "
+                  f"version's name or another){also}")
 
 
 def departure_diff(result: TrajectoryReplay, key: str | None, limit: int = 12) -> list[str]:
