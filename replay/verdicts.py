@@ -88,8 +88,9 @@ FINDINGS: dict[str, str] = {
                      "answered as recorded, so the check itself changed",
     "disagrees": "a verdict of unknown kind disagrees with what the environment committed",
     "stands_for_another_reason": "a misuse verdict stands, committed through another call than the one proposed",
-    "not_judged": "no rule of the policy judges the run (a goal that is an answer, not a call): the benchmark's "
-                  "verdict and check are all there is, and the effects neither confirm nor contradict them",
+    "not_judged": "no rule of the policy judges the run (a goal that is an answer, not a call, or whose values "
+                  "the user's own task asks for): the benchmark's verdict and check are all there is, and the "
+                  "effects neither confirm nor contradict them",
     "stands": "every judgement agrees",
 }
 # The findings a maintainer should open: each is a disagreement between two judgements.

@@ -75,7 +75,7 @@ def test_a_log_goes_from_init_world_and_one_edit_to_a_flagged_run(tmp_path):
                                   "--runtime", "inprocess", "--jobs", "1"])
     assert before.exit_code == 0, before.output
     lines = {line["run"]: line for line in map(json.loads, (tmp_path / "before" / "results.jsonl").read_text().splitlines())}
-    assert lines["removes_epoch_1"]["finding"] == "stands", "no rule is on: nothing is flagged by a guess"
+    assert lines["removes_epoch_1"]["finding"] == "not_judged", "no rule is on: nothing is flagged by a guess"
     assert lines["removes_epoch_1"]["original_kind"] == "proposal_time"
     reads = lines["reads_epoch_1"]
     assert (reads["finding"], reads["unknown_tools"]) == ("unscoreable", {"python": 1})  # python: no domain's tool

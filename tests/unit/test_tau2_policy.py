@@ -84,15 +84,6 @@ def test_airline_change_for_another_user():
                          airline_records(reservation(user_id="bob_2", cabin="business")))
     assert rule in judge("airline", "send_certificate", {"user_id": "bob_2", "amount": 100}, {})
     assert rule not in judge("airline", "cancel_reservation", CANCEL, airline_records(reservation(cabin="business")))
-    # where no answer showed the flight, its date says it: over by τ²'s clock (2024-05-15T15:00), unless cancelled
-    past = {"flight_number": "HAT001", "date": "2024-05-14", "origin": "JFK", "destination": "LAX", "price": 100}
-    flown = {f"reservations/{CANCEL['reservation_id']}": reservation(cabin="business", flights=[past])}
-    assert rule in judge("airline", "cancel_reservation", CANCEL, flown)
-    today = {**past, "date": "2024-05-15"}  # later today: not over yet
-    assert rule not in judge("airline", "cancel_reservation", CANCEL,
-                             {f"reservations/{CANCEL['reservation_id']}": reservation(cabin="business", flights=[today])})
-    cancelled = {**flown, "flights/HAT001": flight("cancelled", date="2024-05-14")}
-    assert rule not in judge("airline", "cancel_reservation", CANCEL, cancelled)
     assert rule not in judge("airline", "cancel_reservation", CANCEL,
                              airline_records(reservation(user_id="bob_2", cabin="business")), user=None)
 
@@ -113,6 +104,15 @@ def test_airline_cancellation_after_a_flight_flew():
     assert rule in judge("airline", "cancel_reservation", CANCEL, airline_records(reservation(cabin="business"), "landed"))
     assert rule in judge("airline", "cancel_reservation", CANCEL, airline_records(reservation(cabin="business"), "flying"))
     assert rule not in judge("airline", "cancel_reservation", CANCEL, airline_records(reservation(cabin="business")))
+    # where no answer showed the flight, its date says it: over by τ²'s clock (2024-05-15T15:00), unless cancelled
+    past = {"flight_number": "HAT001", "date": "2024-05-14", "origin": "JFK", "destination": "LAX", "price": 100}
+    flown = {f"reservations/{CANCEL['reservation_id']}": reservation(cabin="business", flights=[past])}
+    assert rule in judge("airline", "cancel_reservation", CANCEL, flown)
+    today = {**past, "date": "2024-05-15"}  # later today: not over yet
+    assert rule not in judge("airline", "cancel_reservation", CANCEL,
+                             {f"reservations/{CANCEL['reservation_id']}": reservation(cabin="business", flights=[today])})
+    cancelled = {**flown, "flights/HAT001": flight("cancelled", date="2024-05-14")}
+    assert rule not in judge("airline", "cancel_reservation", CANCEL, cancelled)
 
 
 def test_airline_basic_economy_flights_are_not_modified():
