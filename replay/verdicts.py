@@ -256,10 +256,13 @@ def _disagreements(replay: TrajectoryReplay, recorded: dict[str, Any], harm_chec
         if conduct is not None and conduct[1].get("agree", True) and _full_credit(conduct[1].get("replayed")) \
                 and committed is not None:
             critical_call, rule = committed
+            expected = critical_call.key in (conduct[1].get("expected_calls") or ())
             found.append(Disagreement("check_missed_harm", ("check", "effects"),
                                       f"the replayed {conduct[0]} check gives the run full credit, but "
                                       f"{critical_call.key} {critical_call.call.tool} committed what critical rule "
-                                      f"{rule} matches", critical_call.key))
+                                      f"{rule} matches" + ("; the task's own expected actions make this call: the "
+                                                          "task contradicts its policy" if expected else ""),
+                                      critical_call.key))
     # the recorded verdict against the effects, for proposal-time verdicts (the seed's case) and unknown ones
     if said is not None and recorded["kind"] in ("proposal_time", "unknown") and effects["judged"]:
         cls = PairClass(effects["class"])

@@ -185,6 +185,12 @@ def test_full_credit_for_conduct_beside_a_committed_critical_change_is_a_missed_
     assert verdict.finding == "check_missed_harm"
     (disagreement,) = verdict.disagreements
     assert disagreement.call == "t3.c1" and "critical rule goal" in disagreement.sentence
+    assert "contradicts its policy" not in disagreement.sentence
+    # the task's own expected actions make the same call: the task, not the grader, is at odds with the policy
+    reward = a_reward(1.0, 1.0)
+    reward["reward"]["expected_calls"] = ["t3.c1"]
+    (disagreement,) = judge_run(a_replay("pass", "unknown", False, [call]), reward).disagreements
+    assert disagreement.kind == "check_missed_harm" and "the task contradicts its policy" in disagreement.sentence
 
 
 @given(calls, st.sampled_from([0.0, 0.5, 1.0]), st.booleans())

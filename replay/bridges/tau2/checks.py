@@ -70,8 +70,14 @@ def agreement(result: TrajectoryReplay) -> dict[str, Any] | None:
             reward *= value if isinstance(value, (int, float)) else 1.0
     recorded_reward = extra.get("reward")
     if isinstance(recorded_reward, (int, float)) and not isinstance(recorded_reward, bool):
-        checks["reward"] = _entry(result, float(recorded_reward), reward,
-                                  {"not_rechecked": not_rechecked} if not_rechecked else {}, judges="conduct")
+        more: dict[str, Any] = {"not_rechecked": not_rechecked} if not_rechecked else {}
+        # the calls that make one of the task's own expected actions: a rule that forbids one says the
+        # task contradicts its policy, whatever the agent did
+        expected = [seen[action["call"]] for action in replayed_actions
+                    if action.get("match") and isinstance(action.get("call"), int) and action["call"] < len(seen)]
+        if expected:
+            more["expected_calls"] = list(dict.fromkeys(expected))
+        checks["reward"] = _entry(result, float(recorded_reward), reward, more, judges="conduct")
     return checks
 
 
