@@ -1,10 +1,12 @@
 """Swallowed errors, in three forms:
 
 (a) hidden by the stub — the stub said ok where the real world returned an error, and the recording shows no
-    error either (a recorded error was shown to the agent, whatever the stub answers: nothing was hidden);
-(b) ignored by the agent — a call failed (in the real world, or already in the recording) and the agent
-    went on as if it had succeeded: a later call depends on its effect, or the next assistant text
-    claims success; a shell command whose inner failure was masked (c) counts as failed for the claim
+    error either (a recorded error was shown to the agent, whatever the stub answers: nothing was hidden;
+    where the real world is the benchmark's own environment, the recording is its answer at the time, so
+    a call failing today is drift, never this);
+(b) ignored by the agent — a call failed (in the real world, or already in the recording; in the
+    recording alone where it is the benchmark's own) and the agent went on as if it had succeeded: a
+    later call depends on its effect, or the next assistant text claims success; a shell command whose inner failure was masked (c) counts as failed for the claim
     (its overall status says nothing, so the claim is all the agent showed of it);
 (c) masked inside a shell command — an inner failure under an overall exit status of 0. Only the
     ``swallowed error:`` evidence of the shell domain counts: its tracer saw the process fail, out of the
