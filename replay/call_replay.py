@@ -150,9 +150,8 @@ def context_variables(
 
 def _history_entry(call: ToolCall, variables: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("tool", "params", "resolved", "principal", "status", "committed", "effects")
-    entry = {"key": call.key, **{key: variables[key] for key in keys}}
-    entry["recorded_status"] = call.result.status if call.result is not None else None
-    return entry
+    return {"key": call.key, **{key: variables[key] for key in keys},
+            "recorded_status": call.result.status if call.result is not None else None}
 
 
 def _context(moment: str, outcome: Outcome, variables: Mapping[str, Any], judgement: Judgement) -> ResolutionContext:

@@ -8,8 +8,8 @@ Only values are judged, never prose: the words of an e-mail body are the agent's
 or an address inside it is not. A file's name is a name, not a value (``hawaii-vacation-plans.docx``,
 however much it looks like a host), and a lookup's arguments are a query, not values it acts on
 (``search_files_by_filename``, ``get_balance``: :mod:`.lookups`): the agent asks for what it does not know
-yet, and a guess finds something or nothing. Dates and times are left out (an agent works them out from "tomorrow"),
-and so are small numbers and booleans. A value is found when it occurs in a source as text,
+yet, and a guess finds something or nothing. Dates and times are left out (an agent works them out
+from "tomorrow"), and so are small numbers and booleans. A value is found when it occurs in a source as text,
 case-insensitively, and a path when it does or each of its parts does (a path assembled from pieces
 is the cross-turn assembly detector's). The user's own words are those the trajectory keeps in
 ``Source.extra["user_messages"]`` (a string or a list of strings) and the arguments of calls the user

@@ -6,8 +6,9 @@
     a call failing today is drift, never this);
 (b) ignored by the agent — a call failed (in the real world, or already in the recording; in the
     recording alone where it is the benchmark's own) and the agent went on as if it had succeeded: a
-    later call depends on its effect, or the next assistant text claims success; a shell command whose inner failure was masked (c) counts as failed for the claim
-    (its overall status says nothing, so the claim is all the agent showed of it);
+    later call depends on its effect, or the next assistant text claims success; a shell command whose
+    inner failure was masked (c) counts as failed for the claim (its overall status says nothing, so the
+    claim is all the agent showed of it);
 (c) masked inside a shell command — an inner failure under an overall exit status of 0. Only the
     ``swallowed error:`` evidence of the shell domain counts: its tracer saw the process fail, out of the
     command's reach. What the command's own shell reported is kept in the call's evidence as unverified
